@@ -1,0 +1,138 @@
+"""``mongocdc discover`` and ``mongocdc topic dump``."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime, timezone
+from typing import Annotated, Any
+
+import typer
+
+from mongocdc.cli import render
+from mongocdc.cli.options import BootstrapOpt, ConnectionStringOpt, OutputOpt
+from mongocdc.cli.state import Output, state
+from mongocdc.errors import ConfigError
+
+
+def decode_bytes(raw: bytes | None) -> Any:
+    """JSON when the bytes are JSON, text when they are UTF-8, else ``{"base64": …}``."""
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(raw).decode("ascii")}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_timestamp(value: str) -> int:
+    """Epoch milliseconds, or an ISO 8601 time (UTC when it has no offset)."""
+    if value.isdigit():
+        return int(value)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(
+            f"--timestamp {value!r} is neither epoch milliseconds nor an ISO 8601 time",
+            hint="for example --timestamp 2026-01-31T12:00:00Z or --timestamp 1769860800000",
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def discover(
+        ctx: typer.Context,
+        output: OutputOpt = Output.table,
+        connection_string: ConnectionStringOpt = None,
+    ) -> None:
+        """Connect through the seed hosts and report the topology (replica set, sharded cluster or standalone)."""
+        from mongocdc import wiring
+        from mongocdc.sources.mongo.topology import discover as discover_topology
+
+        settings = state(ctx).settings(connection_string=connection_string)
+        client = wiring.mongo_client(settings)
+        try:
+            topology = discover_topology(client)
+        finally:
+            client.close()
+        data = topology.to_dict()
+        if topology.kind == "standalone":
+            data["capturable"] = False
+            data["reason"] = "standalone server: no oplog; run it as a single-member replica set"
+        else:
+            data["capturable"] = True
+        rows: list[list[Any]] = [["kind", topology.kind], ["version", topology.version]]
+        if topology.kind == "replica_set":
+            rows += [["replica set", topology.replica_set], ["primary", topology.primary]]
+            rows += [["member", m] for m in topology.members]
+        elif topology.kind == "sharded":
+            rows += [[f"shard {s.name}", f"{s.replica_set or '-'}: {', '.join(s.hosts)}"] for s in topology.shards]
+        else:
+            rows.append(["capturable", data["reason"]])
+        render.emit(output, data, ["field", "value"], rows, title="MongoDB topology")
+
+    topic_app = typer.Typer(help="Inspect Kafka topics.", no_args_is_help=True)
+
+    @topic_app.command("dump")
+    def dump(
+        ctx: typer.Context,
+        topic: Annotated[str, typer.Argument(help="Topic to read, e.g. <topic.prefix>.<db>.<collection>.")],
+        output: OutputOpt = Output.table,
+        offset: Annotated[
+            int | None, typer.Option("--offset", help="Start at this offset in every partition.", show_default=False)
+        ] = None,
+        timestamp: Annotated[
+            str | None,
+            typer.Option("--timestamp", help="Start at the first record at or after this time (ISO 8601 or epoch ms).",
+                         show_default=False),
+        ] = None,
+        max_messages: Annotated[
+            int | None, typer.Option("--max-messages", "-n", help="Stop after this many records.", min=1,
+                                     show_default=False)
+        ] = None,
+        timeout: Annotated[
+            float, typer.Option("--timeout", help="Stop when no record arrives for this many seconds.", min=0.1)
+        ] = 10.0,
+        follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep waiting for new records.")] = False,
+        bootstrap_servers: BootstrapOpt = None,
+    ) -> None:
+        """Print a topic's records (key, value decoded from JSON, headers) from the beginning, an offset or a time."""
+        from mongocdc.sinks.kafka.reader import StartAt, TopicReader
+
+        if offset is not None and timestamp is not None:
+            raise typer.BadParameter("give --offset or --timestamp, not both")
+        settings = state(ctx).settings(bootstrap_servers=bootstrap_servers)
+        start = StartAt(offset=offset, timestamp_ms=parse_timestamp(timestamp) if timestamp else None)
+        reader = TopicReader(settings.kafka_client)
+        try:
+            for record in reader.read(topic, start, max_messages=max_messages, timeout=timeout, follow=follow):
+                item = {
+                    "topic": record.topic,
+                    "partition": record.partition,
+                    "offset": record.offset,
+                    "timestamp": record.timestamp_ms,
+                    "key": decode_bytes(record.key),
+                    "value": decode_bytes(record.value),
+                    "headers": {k: decode_bytes(v) for k, v in record.headers},
+                }
+                if output is Output.json:
+                    render.print_json(item)
+                else:
+                    when = (
+                        datetime.fromtimestamp(record.timestamp_ms / 1000, tz=timezone.utc).isoformat()
+                        if record.timestamp_ms is not None
+                        else "-"
+                    )
+                    render.stdout.rule(f"{record.topic} [{record.partition}] @{record.offset}  {when}")
+                    render.stdout.print_json(data={"key": item["key"], "value": item["value"], "headers": item["headers"]})
+        finally:
+            reader.close()
+
+    app.add_typer(topic_app, name="topic")

@@ -1,0 +1,115 @@
+"""``mongocdc stream``."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from datetime import datetime, timezone
+from types import FrameType
+
+import typer
+
+from mongocdc.cli import render
+from mongocdc.cli.options import BootstrapOpt, ConnectionStringOpt, NameOpt, OffsetsOpt, OutputOpt, TopicPrefixOpt
+from mongocdc.cli.state import Output, state
+from mongocdc.errors import ExitCode
+
+log = logging.getLogger("mongocdc.stream")
+
+
+class GracefulStop:
+    """SIGTERM/SIGINT set ``event``; the loop then stops reading, flushes and commits."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signal: int | None = None
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signal is None:
+            log.info("received %s: stopping after the events in flight are acknowledged",
+                     signal.Signals(signum).name)
+            self.signal = signum
+        self.event.set()
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self._handle)
+        signal.signal(signal.SIGINT, self._handle)
+
+    @property
+    def exit_code(self) -> int:
+        return int(ExitCode.INTERRUPTED) if self.signal == signal.SIGINT else int(ExitCode.OK)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def stream(
+        ctx: typer.Context,
+        output: OutputOpt = Output.table,
+        connection_string: ConnectionStringOpt = None,
+        topic_prefix: TopicPrefixOpt = None,
+        bootstrap_servers: BootstrapOpt = None,
+        offsets: OffsetsOpt = None,
+        name: NameOpt = None,
+    ) -> None:
+        """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset."""
+        from mongocdc import wiring
+        from mongocdc.engine.streaming import StreamingTask, StreamOptions, StreamStats
+        from mongocdc.sources.mongo.topology import discover
+
+        settings = state(ctx).settings(
+            connection_string=connection_string,
+            topic_prefix=topic_prefix,
+            bootstrap_servers=bootstrap_servers,
+            offsets=offsets,
+            name=name,
+        )
+        codec = wiring.codec(settings)
+        stopper = GracefulStop()
+        stopper.install()
+        client = wiring.mongo_client(settings)
+        store = wiring.offset_store(settings)
+        try:
+            topology = discover(client)
+            topology.require_change_streams()
+            log.info("capturing %s %s (%s scope) into %s as %s.<db>.<collection>",
+                     topology.kind.replace("_", " "), topology.replica_set or "", settings.capture_scope,
+                     settings.kafka_client.get("bootstrap.servers"), settings.topic_prefix)
+
+            def on_status(stats: StreamStats) -> None:
+                if output is Output.json:
+                    render.print_json({"status": "streaming", "at": datetime.now(timezone.utc).isoformat(),
+                                       **stats.to_dict()})
+                else:
+                    log.info("streamed %d events (c=%d u=%d d=%d), %d commits", stats.total,
+                             stats.events["c"], stats.events["u"], stats.events["d"], stats.commits)
+
+            task = StreamingTask(
+                wiring.change_source(settings, client, topology.replica_set),
+                wiring.kafka_sink(settings),
+                store,
+                codec,
+                StreamOptions(
+                    connector=settings.name,
+                    partition=topology.partition,
+                    flush_interval_s=settings.offset_flush_interval_ms / 1000,
+                    tombstones_on_delete=settings.tombstones_on_delete,
+                ),
+                stop=stopper.event,
+                on_status=on_status,
+            )
+            stats = task.run()
+        finally:
+            store.close()
+            client.close()
+        summary = {"status": "stopped", **stats.to_dict()}
+        if output is Output.json:
+            render.print_json(summary)
+        else:
+            rows = [[op, n] for op, n in stats.events.items()] + [
+                ["tombstones", stats.tombstones],
+                ["commits", stats.commits],
+            ]
+            render.table("stream stopped", ["", "count"], rows)
+        if stopper.exit_code:
+            raise typer.Exit(stopper.exit_code)

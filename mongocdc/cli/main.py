@@ -1,0 +1,108 @@
+"""The command tree and the one place that turns errors into exit codes."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+
+from mongocdc import __version__
+from mongocdc.cli import commands_config, commands_data, commands_later, commands_offsets, commands_stream
+from mongocdc.cli.state import LogFormat, LogLevel, State, configure_logging
+from mongocdc.config import redact_text
+from mongocdc.errors import ExitCode, MongocdcError
+
+app = typer.Typer(
+    name="mongocdc",
+    help="Change data capture from MongoDB into Kafka, Debezium-compatible.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def global_options(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="YAML configuration file (Debezium property names).", envvar="MONGOCDC_CONFIG"),
+    ] = None,
+    log_level: Annotated[LogLevel, typer.Option("--log-level", help="Log verbosity.", envvar="MONGOCDC_LOG_LEVEL")] = LogLevel.info,
+    log_format: Annotated[
+        LogFormat, typer.Option("--log-format", help="Log line format on stderr.", envvar="MONGOCDC_LOG_FORMAT")
+    ] = LogFormat.text,
+    traceback: Annotated[
+        bool, typer.Option("--traceback", help="Show the full traceback of an error (for debugging).")
+    ] = False,
+) -> None:
+    """Change data capture from MongoDB into Kafka, Debezium-compatible."""
+    ctx.obj = State(config=config, log_level=log_level, log_format=log_format, traceback=traceback)
+    configure_logging(log_level, log_format)
+
+
+@app.command()
+def version() -> None:
+    """Print the mongocdc version."""
+    sys.stdout.write(f"mongocdc {__version__}\n")
+
+
+commands_data.register(app)
+commands_stream.register(app)
+commands_offsets.register(app)
+commands_config.register(app)
+commands_later.register(app)
+
+
+def _print_error(error: MongocdcError) -> None:
+    sys.stderr.write(f"error: {redact_text(error.message)}\n")
+    if error.hint:
+        sys.stderr.write(f"hint: {redact_text(error.hint)}\n")
+
+
+def _wants_traceback(argv: list[str]) -> bool:
+    return "--traceback" in argv
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the app and exit with the documented code."""
+    sys.exit(run(sys.argv[1:] if argv is None else argv))
+
+
+def run(argv: list[str]) -> int:
+    """Run the command line and return its exit code (the mapping of DESIGN.md, "Failure handling")."""
+    show_traceback = _wants_traceback(argv)
+    try:
+        result = app(args=argv, prog_name="mongocdc", standalone_mode=False)
+    except MongocdcError as error:
+        if show_traceback:
+            raise
+        _print_error(error)
+        return int(error.exit_code)
+    except click.exceptions.Exit as exit_:
+        return int(exit_.exit_code)
+    except click.ClickException as error:
+        error.show()
+        return int(ExitCode.USAGE) if isinstance(error, click.UsageError) else int(ExitCode.UNEXPECTED)
+    except click.exceptions.Abort:
+        sys.stderr.write("aborted\n")
+        return int(ExitCode.INTERRUPTED)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return int(ExitCode.INTERRUPTED)
+    except Exception as error:  # a bug: say so, and keep secrets out of the message
+        if show_traceback:
+            raise
+        logging.getLogger("mongocdc").debug("unexpected error", exc_info=True)
+        sys.stderr.write(
+            f"error: unexpected {type(error).__name__}: {redact_text(str(error))}\n"
+            "hint: this is a bug in mongocdc; run again with --traceback and report it\n"
+        )
+        return int(ExitCode.UNEXPECTED)
+    return int(result) if isinstance(result, int) else int(ExitCode.OK)

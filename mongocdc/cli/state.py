@@ -1,0 +1,106 @@
+"""Global options, logging set-up and settings loading shared by every command."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from mongocdc.config import Settings, load_settings, parse_offsets_spec, redact_text
+
+
+class Output(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class LogFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class LogLevel(str, Enum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+@dataclass
+class State:
+    """What the global options said; kept on the Typer context."""
+
+    config: Path | None = None
+    log_level: LogLevel = LogLevel.info
+    log_format: LogFormat = LogFormat.text
+    traceback: bool = False
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def settings(self, **flags: Any) -> Settings:
+        """Effective settings: flags > environment > config file > defaults."""
+        overrides: dict[str, Any] = {}
+        for key, value in flags.items():
+            if value is None:
+                continue
+            if key == "offsets":
+                overrides.update(parse_offsets_spec(str(value)))
+            else:
+                overrides[FLAG_PROPERTIES[key]] = value
+        return load_settings(self.config, os.environ, overrides)
+
+
+FLAG_PROPERTIES = {
+    "connection_string": "mongodb.connection.string",
+    "topic_prefix": "topic.prefix",
+    "bootstrap_servers": "kafka.bootstrap.servers",
+    "name": "name",
+}
+
+
+def state(ctx: typer.Context) -> State:
+    obj = ctx.find_root().obj
+    if not isinstance(obj, State):
+        obj = State()
+        ctx.find_root().obj = obj
+    return obj
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": redact_text(record.getMessage()),
+        }
+        if record.exc_info:
+            entry["exc"] = redact_text(self.formatException(record.exc_info))
+        return json.dumps(entry)
+
+
+class _RedactingFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(super().format(record))
+
+
+def configure_logging(level: LogLevel, fmt: LogFormat) -> None:
+    """Logs go to stderr (data goes to stdout), credentials redacted."""
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt is LogFormat.json:
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.value.upper())
+    # librdkafka is chatty at debug; keep it one level quieter than ours.
+    logging.getLogger("mongocdc.kafka.librdkafka").setLevel(max(logging.INFO, root.level))
+    logging.getLogger("pymongo").setLevel(max(logging.WARNING, root.level))

@@ -1,0 +1,1 @@
+"""The connector engine: streaming loop, acknowledgement tracking, commit order."""

@@ -1,0 +1,205 @@
+"""The streaming loop of one connector task: change stream → envelopes → Kafka → offsets."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mongocdc.engine.acks import AckTracker
+from mongocdc.events.changes import ControlChange, StreamedChange
+from mongocdc.events.envelope import EnvelopeCodec
+from mongocdc.events.model import ChangeEvent, Op
+from mongocdc.events.position import Position
+from mongocdc.offsets.base import OffsetStore
+
+log = logging.getLogger("mongocdc.engine")
+
+
+class PositionedItem(Protocol):
+    @property
+    def position(self) -> Position: ...
+
+
+class Source(Protocol):
+    """What the loop needs from a change source."""
+
+    def open(self, start: Position | None) -> None: ...
+
+    def next(self) -> StreamedChange | ControlChange | PositionedItem: ...
+
+    @property
+    def position(self) -> Position | None: ...
+
+    def close(self) -> None: ...
+
+
+class Sink(Protocol):
+    """What the loop needs from a record sink."""
+
+    def produce(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        headers: list[tuple[str, bytes]] | None = None,
+        on_ack: Callable[[], None] | None = None,
+    ) -> None: ...
+
+    def poll(self, timeout: float = 0.0) -> None: ...
+
+    def flush(self, timeout: float | None = None) -> None: ...
+
+
+@dataclass(slots=True)
+class StreamStats:
+    """Counters a status line and the summary report."""
+
+    events: dict[str, int] = field(default_factory=lambda: {"c": 0, "u": 0, "d": 0, "r": 0})
+    tombstones: int = 0
+    control_events: int = 0
+    commits: int = 0
+    last_committed: Position | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.events.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "events": dict(self.events),
+            "total": self.total,
+            "tombstones": self.tombstones,
+            "control_events": self.control_events,
+            "commits": self.commits,
+            "last_committed": self.last_committed.to_offset() if self.last_committed else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOptions:
+    connector: str
+    partition: str
+    flush_interval_s: float = 60.0
+    tombstones_on_delete: bool = True
+    flush_timeout_s: float | None = None
+    """How long a graceful stop waits for Kafka's acknowledgements (None: until they come)."""
+
+
+class StreamingTask:
+    """Streams one source partition until ``stop`` is set.
+
+    Commit order (followed by :meth:`commit` and at stop): stop reading →
+    flush the producer → wait for every delivery report → commit the last
+    fully acknowledged position. Between flushes, :meth:`_commit_acknowledged`
+    commits only positions whose records Kafka has all acknowledged, so an
+    offset never runs ahead of Kafka.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        sink: Sink,
+        store: OffsetStore,
+        codec: EnvelopeCodec,
+        options: StreamOptions,
+        *,
+        stop: threading.Event | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        on_status: Callable[[StreamStats], None] | None = None,
+    ) -> None:
+        self.source = source
+        self.sink = sink
+        self.store = store
+        self.codec = codec
+        self.options = options
+        self.stop = stop or threading.Event()
+        self._clock = clock
+        self._wall_ms = wall_clock_ms
+        self._tracker: AckTracker[Position] = AckTracker()
+        self._on_status = on_status
+        self.stats = StreamStats()
+
+    def stored_position(self) -> Position | None:
+        record = self.store.load(self.options.connector, self.options.partition)
+        return None if record is None else Position.from_offset(record)
+
+    def run(self) -> StreamStats:
+        """Stream until ``stop`` is set; then stop reading, flush, and commit. Returns the counters."""
+        start = self.stored_position()
+        if start is None:
+            log.info("no stored offset for %s/%s: streaming changes from now on",
+                     self.options.connector, self.options.partition)
+        else:
+            log.info("resuming %s/%s after sec=%d ord=%d", self.options.connector, self.options.partition,
+                     start.sec, start.ord)
+        self.source.open(start)
+        try:
+            opened_at = self.source.position
+            if opened_at is not None and start is None:
+                # Remember where streaming began, so changes made while stopped are not missed.
+                self._tracker.add_position(opened_at)
+            next_commit = self._clock() + self.options.flush_interval_s
+            while not self.stop.is_set():
+                item = self.source.next()
+                if isinstance(item, StreamedChange):
+                    self._emit(item.event)
+                elif isinstance(item, ControlChange):
+                    self.stats.control_events += 1
+                    log.info("%s event on %s.%s", item.operation_type, item.db, item.collection)
+                self._tracker.add_position(item.position)
+                self.sink.poll(0)
+                if self._clock() >= next_commit:
+                    self._commit_acknowledged()
+                    next_commit = self._clock() + self.options.flush_interval_s
+            self.commit()
+        except BaseException:
+            self._commit_what_was_acknowledged_before_failing()
+            raise
+        finally:
+            self.source.close()
+        return self.stats
+
+    def _emit(self, event: ChangeEvent) -> None:
+        topic = self.codec.topic(event)
+        key = self.codec.key(event)
+        self._produce(topic, key, self.codec.value(event, self._wall_ms()))
+        self.stats.events[event.op.value] += 1
+        if event.op is Op.DELETE and self.options.tombstones_on_delete:
+            self._produce(topic, key, None)
+            self.stats.tombstones += 1
+
+    def _produce(self, topic: str, key: bytes, value: bytes | None) -> None:
+        seq = self._tracker.issue()
+        tracker = self._tracker
+        self.sink.produce(topic, key, value, on_ack=lambda: tracker.acked(seq))
+
+    def _commit_acknowledged(self) -> None:
+        position = self._tracker.committable()
+        if position is not None and position != self.stats.last_committed:
+            self.store.commit(self.options.connector, self.options.partition, position.to_offset())
+            self.stats.commits += 1
+            self.stats.last_committed = position
+            log.debug("committed sec=%d ord=%d", position.sec, position.ord)
+        if self._on_status is not None:
+            self._on_status(self.stats)
+
+    def _commit_what_was_acknowledged_before_failing(self) -> None:
+        try:
+            self.sink.flush(5.0)
+        except Exception as exc:  # the sink may be what failed; commit only what was acknowledged
+            log.warning("could not flush Kafka while stopping on an error: %s", exc)
+        try:
+            self._commit_acknowledged()
+        except Exception:
+            log.exception("could not commit the last acknowledged offset")
+
+    def commit(self) -> None:
+        """Flush the producer, wait for every delivery report, then commit the last acknowledged position."""
+        self.sink.flush(self.options.flush_timeout_s)
+        self._commit_acknowledged()

@@ -1,0 +1,77 @@
+"""The error tree of mongocdc.
+
+Engine code raises these; ``mongocdc.cli`` is the one place that turns them
+into a printed message, a hint and a process exit code (see DESIGN.md,
+"Failure handling").
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes, exactly as documented in DESIGN.md and the README."""
+
+    OK = 0
+    UNEXPECTED = 1
+    USAGE = 2
+    CONFIG = 3
+    UNREACHABLE = 4
+    RESUME_LOST = 5
+    INTERRUPTED = 130
+
+
+class MongocdcError(Exception):
+    """Base of every error mongocdc reports to an operator.
+
+    ``message`` says what went wrong, ``hint`` what to do next.
+    """
+
+    exit_code: ExitCode = ExitCode.UNEXPECTED
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(MongocdcError):
+    """Invalid configuration: the message names the key, the value and what is accepted."""
+
+    exit_code = ExitCode.CONFIG
+
+
+class UnreachableError(MongocdcError):
+    """MongoDB or Kafka could not be reached after all retries."""
+
+    exit_code = ExitCode.UNREACHABLE
+
+
+class ResumePositionLostError(MongocdcError):
+    """The stored resume position is no longer in the oplog; a re-snapshot is needed."""
+
+    exit_code = ExitCode.RESUME_LOST
+
+
+class UnsupportedTopologyError(ConfigError):
+    """The deployment cannot be captured (for example a standalone server without an oplog)."""
+
+
+class NotImplementedYetError(MongocdcError):
+    """A command that exists in the command tree but is not built yet."""
+
+    exit_code = ExitCode.UNEXPECTED
+
+
+class DeliveryError(MongocdcError):
+    """Kafka refused an event permanently (a fatal producer error or a rejected record)."""
+
+    exit_code = ExitCode.UNEXPECTED
+
+
+class OversizedEventError(DeliveryError):
+    """An event is larger than Kafka accepts."""

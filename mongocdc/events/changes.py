@@ -1,0 +1,153 @@
+"""Turn MongoDB change stream documents into change events (pure, no I/O).
+
+A change document is what a change stream returns: ``_id`` (the resume
+token), ``operationType``, ``ns``, ``documentKey``, ``clusterTime`` (a BSON
+Timestamp), ``wallTime`` (6.0+), ``fullDocument``, ``updateDescription``,
+``fullDocumentBeforeChange``, and ``lsid``/``txnNumber`` inside transactions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from bson import Timestamp
+from bson.binary import Binary
+from bson.raw_bson import RawBSONDocument
+
+from mongocdc.events.codec import document_to_json, value_to_json
+from mongocdc.events.model import ChangeEvent, Op, SourceInfo, UpdateDescription
+from mongocdc.events.position import Position
+
+DATA_OPERATIONS = frozenset({"insert", "update", "replace", "delete"})
+
+
+class MalformedChangeError(ValueError):
+    """A change document lacks a field every MongoDB change event has."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControlChange:
+    """A change stream event that carries no document change (drop, rename, invalidate …)."""
+
+    operation_type: str
+    db: str | None
+    collection: str | None
+    position: Position
+
+    @property
+    def ends_stream(self) -> bool:
+        """MongoDB closes the stream after ``invalidate``."""
+        return self.operation_type == "invalidate"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedChange:
+    """A data change together with the position right after it."""
+
+    event: ChangeEvent
+    position: Position
+
+
+def _get(change: Mapping[str, Any], field: str) -> Any:
+    try:
+        return change[field]
+    except KeyError:
+        raise MalformedChangeError(f"change event has no {field!r} field") from None
+
+
+def _epoch_ms(value: datetime) -> int:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return int(value.timestamp() * 1000)
+
+
+def position_of(change: Mapping[str, Any]) -> Position:
+    """Cluster time and resume token of a change document."""
+    cluster_time = _get(change, "clusterTime")
+    if not isinstance(cluster_time, Timestamp):
+        raise MalformedChangeError(
+            f"change event clusterTime must be a BSON Timestamp, got {type(cluster_time).__name__}"
+        )
+    token = _get(change, "_id")
+    return Position(sec=cluster_time.time, ord=cluster_time.inc, resume_token=Position.token_bytes(token))
+
+
+def session_id(lsid: Any) -> str | None:
+    """The logical session id as Debezium prints it: the session UUID as text."""
+    if lsid is None:
+        return None
+    if isinstance(lsid, RawBSONDocument | Mapping):
+        raw = lsid.get("id")
+        if isinstance(raw, uuid.UUID):
+            return str(raw)
+        if isinstance(raw, Binary) and raw.subtype in (3, 4) and len(raw) == 16:
+            return str(uuid.UUID(bytes=bytes(raw)))
+    return value_to_json(lsid)
+
+
+def _optional_document(change: Mapping[str, Any], field: str) -> str | None:
+    doc = change.get(field)
+    if doc is None:
+        return None
+    return document_to_json(doc)
+
+
+def _update_description(raw: Mapping[str, Any] | None) -> UpdateDescription | None:
+    if raw is None:
+        return None
+    updated = raw.get("updatedFields") or {}
+    removed = tuple(str(f) for f in (raw.get("removedFields") or ()))
+    truncated = tuple(
+        (str(t["field"]), int(t["newSize"])) for t in (raw.get("truncatedArrays") or ())
+    )
+    return UpdateDescription(document_to_json(updated), removed, truncated)
+
+
+def convert_change(change: Mapping[str, Any], *, rs: str | None = None) -> StreamedChange | ControlChange:
+    """Convert one change document; non-data events come back as :class:`ControlChange`."""
+    operation = _get(change, "operationType")
+    position = position_of(change)
+    ns = change.get("ns") or {}
+    db = ns.get("db")
+    coll = ns.get("coll")
+    if operation not in DATA_OPERATIONS:
+        return ControlChange(str(operation), db, coll, position)
+    if db is None or coll is None:
+        raise MalformedChangeError(f"{operation} event has no ns.db/ns.coll")
+    key = _get(change, "documentKey")
+    if "_id" not in key:
+        raise MalformedChangeError(f"{operation} event documentKey has no _id")
+    wall = change.get("wallTime")
+    txn_number = change.get("txnNumber")
+    source = SourceInfo(
+        db=str(db),
+        collection=str(coll),
+        sec=position.sec,
+        ord=position.ord,
+        wall_time_ms=_epoch_ms(wall) if isinstance(wall, datetime) else None,
+        rs=rs,
+        lsid=session_id(change.get("lsid")),
+        txn_number=int(txn_number) if txn_number is not None else None,
+    )
+    before = _optional_document(change, "fullDocumentBeforeChange")
+    key_json = value_to_json(key["_id"])
+    if operation == "insert":
+        event = ChangeEvent(Op.CREATE, key_json, source, after=_optional_document(change, "fullDocument"), before=before)
+    elif operation == "replace":
+        event = ChangeEvent(Op.UPDATE, key_json, source, after=_optional_document(change, "fullDocument"), before=before)
+    elif operation == "update":
+        event = ChangeEvent(
+            Op.UPDATE,
+            key_json,
+            source,
+            after=_optional_document(change, "fullDocument"),
+            before=before,
+            update_description=_update_description(change.get("updateDescription")),
+        )
+    else:
+        event = ChangeEvent(Op.DELETE, key_json, source, after=None, before=before)
+    return StreamedChange(event, position)

@@ -1,0 +1,60 @@
+"""BSON → MongoDB relaxed extended JSON, the text Debezium puts in ``after``/``before``.
+
+python-bsonjs (libbson) is about five times faster than ``bson.json_util``;
+where it cannot be installed the pure-Python encoder produces the same JSON
+values (whitespace may differ, which no JSON reader sees).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import bson
+from bson import json_util
+from bson.raw_bson import RawBSONDocument
+
+_RELAXED = json_util.RELAXED_JSON_OPTIONS
+
+try:  # pragma: no cover - exercised by whichever branch is installed
+    import bsonjs as _bsonjs
+
+    def _raw_to_json(raw: bytes) -> str:
+        return str(_bsonjs.dumps(raw, mode=_bsonjs.RELAXED))
+
+    FAST_CODEC = True
+except ImportError:  # pragma: no cover
+    def _raw_to_json(raw: bytes) -> str:
+        return json_util.dumps(bson.decode(raw), json_options=_RELAXED)
+
+    FAST_CODEC = False
+
+
+def document_to_json(document: Mapping[str, Any] | RawBSONDocument) -> str:
+    """Render one BSON document as relaxed extended JSON text."""
+    if isinstance(document, RawBSONDocument):
+        return _raw_to_json(document.raw)
+    return _raw_to_json(bson.encode(document))
+
+
+def document_to_json_pure(document: Mapping[str, Any]) -> str:
+    """The pure-Python rendering, used as the fallback and as the reference in tests."""
+    if isinstance(document, RawBSONDocument):
+        document = bson.decode(document.raw)
+    return json_util.dumps(document, json_options=_RELAXED)
+
+
+def value_to_json(value: Any) -> str:
+    """Render a single BSON value (a document key, for instance) as relaxed extended JSON.
+
+    Matches the MongoDB Java driver's relaxed writer that Debezium uses for keys:
+    ``ObjectId`` → ``{"$oid": "…"}``, ``1004`` → ``1004``, ``"abc"`` → ``"abc"``.
+    """
+    if isinstance(value, RawBSONDocument):
+        value = bson.decode(value.raw)
+    return json_util.dumps(value, json_options=_RELAXED)
+
+
+def json_to_document(text: str) -> Any:
+    """Parse relaxed or canonical extended JSON back into BSON values."""
+    return json_util.loads(text, json_options=_RELAXED)

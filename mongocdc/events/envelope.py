@@ -1,0 +1,203 @@
+"""Serialise change events as Debezium MongoDB connector records (EVENT_FORMAT.md).
+
+Keys and values are compact JSON as Kafka Connect's JsonConverter writes
+them; with ``schemas.enable`` they are wrapped as ``{"schema", "payload"}``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from mongocdc import __version__
+from mongocdc.events.model import ChangeEvent
+
+CONNECTOR = "mongodb"
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def topic_for(prefix: str, db: str, collection: str) -> str:
+    """Data topic of a collection: ``<topic.prefix>.<db>.<collection>``."""
+    return f"{prefix}.{db}.{collection}"
+
+
+def _json_field(name: str) -> dict[str, Any]:
+    return {"type": "string", "optional": True, "name": "io.debezium.data.Json", "version": 1, "field": name}
+
+
+def _field(kind: str, field: str, optional: bool = True, **extra: Any) -> dict[str, Any]:
+    return {"type": kind, "optional": optional, **extra, "field": field}
+
+
+def key_schema(prefix: str, db: str, collection: str) -> dict[str, Any]:
+    return {
+        "type": "struct",
+        "fields": [_field("string", "id", optional=False)],
+        "optional": False,
+        "name": f"{prefix}.{db}.{collection}.Key",
+    }
+
+
+_SOURCE_FIELDS: list[dict[str, Any]] = [
+    _field("string", "version", optional=False),
+    _field("string", "connector", optional=False),
+    _field("string", "name", optional=False),
+    _field("int64", "ts_ms", optional=False),
+    _field(
+        "string",
+        "snapshot",
+        name="io.debezium.data.Enum",
+        version=1,
+        parameters={"allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},
+        default="false",
+    ),
+    _field("string", "db", optional=False),
+    _field("string", "sequence"),
+    _field("int64", "ts_us"),
+    _field("int64", "ts_ns"),
+    _field("string", "rs"),
+    _field("string", "collection", optional=False),
+    _field("int32", "ord", optional=False),
+    _field("string", "lsid"),
+    _field("int64", "txnNumber"),
+    _field("int64", "wallTime"),
+]
+
+_UPDATE_DESCRIPTION_SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "fields": [
+        _field("array", "removedFields", items={"type": "string", "optional": False}),
+        _json_field("updatedFields"),
+        _field(
+            "array",
+            "truncatedArrays",
+            items={
+                "type": "struct",
+                "fields": [_field("string", "field", optional=False), _field("int32", "size", optional=False)],
+                "optional": False,
+                "name": "io.debezium.connector.mongodb.changestream.truncatedarray",
+                "version": 1,
+            },
+        ),
+    ],
+    "optional": True,
+    "name": "io.debezium.connector.mongodb.changestream.updatedescription",
+    "version": 1,
+    "field": "updateDescription",
+}
+
+_TRANSACTION_SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "fields": [
+        _field("string", "id", optional=False),
+        _field("int64", "total_order", optional=False),
+        _field("int64", "data_collection_order", optional=False),
+    ],
+    "optional": True,
+    "name": "event.block",
+    "version": 1,
+    "field": "transaction",
+}
+
+
+def value_schema(prefix: str, db: str, collection: str) -> dict[str, Any]:
+    return {
+        "type": "struct",
+        "fields": [
+            _json_field("before"),
+            _json_field("after"),
+            _UPDATE_DESCRIPTION_SCHEMA,
+            {
+                "type": "struct",
+                "fields": _SOURCE_FIELDS,
+                "optional": False,
+                "name": "io.debezium.connector.mongo.Source",
+                "field": "source",
+            },
+            _field("string", "op"),
+            _field("int64", "ts_ms"),
+            _field("int64", "ts_us"),
+            _field("int64", "ts_ns"),
+            _TRANSACTION_SCHEMA,
+        ],
+        "optional": False,
+        "name": f"{prefix}.{db}.{collection}.Envelope",
+        "version": 1,
+    }
+
+
+def key_payload(event: ChangeEvent) -> dict[str, Any]:
+    return {"id": event.key_json}
+
+
+def value_payload(event: ChangeEvent, prefix: str, processed_ms: int) -> dict[str, Any]:
+    """The envelope as a JSON-ready dictionary."""
+    s = event.source
+    ts_ms = s.ts_ms
+    source: dict[str, Any] = {
+        "version": __version__,
+        "connector": CONNECTOR,
+        "name": prefix,
+        "ts_ms": ts_ms,
+        "snapshot": s.snapshot.value,
+        "db": s.db,
+        "sequence": None,
+        "ts_us": ts_ms * 1000,
+        "ts_ns": ts_ms * 1_000_000,
+        "rs": s.rs,
+        "collection": s.collection,
+        "ord": s.ord,
+        "lsid": s.lsid,
+        "txnNumber": s.txn_number,
+        "wallTime": s.wall_time_ms,
+    }
+    txn = event.transaction
+    return {
+        "before": event.before,
+        "after": event.after,
+        "updateDescription": event.update_description.to_json_dict() if event.update_description else None,
+        "source": source,
+        "op": event.op.value,
+        "ts_ms": processed_ms,
+        "ts_us": processed_ms * 1000,
+        "ts_ns": processed_ms * 1_000_000,
+        "transaction": (
+            None
+            if txn is None
+            else {"id": txn.id, "total_order": txn.total_order, "data_collection_order": txn.data_collection_order}
+        ),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class EnvelopeCodec:
+    """Turns change events into Kafka key and value bytes for one connector."""
+
+    prefix: str
+    schemas_enable: bool = False
+
+    def topic(self, event: ChangeEvent) -> str:
+        return topic_for(self.prefix, event.source.db, event.source.collection)
+
+    def key(self, event: ChangeEvent) -> bytes:
+        payload = key_payload(event)
+        if self.schemas_enable:
+            schema = key_schema(self.prefix, event.source.db, event.source.collection)
+            return _dumps({"schema": schema, "payload": payload}).encode()
+        return _dumps(payload).encode()
+
+    def value(self, event: ChangeEvent, processed_ms: int) -> bytes:
+        payload = value_payload(event, self.prefix, processed_ms)
+        if self.schemas_enable:
+            schema = value_schema(self.prefix, event.source.db, event.source.collection)
+            return _dumps({"schema": schema, "payload": payload}).encode()
+        return _dumps(payload).encode()
+
+
+def unwrap(value: dict[str, Any]) -> dict[str, Any]:
+    """Return the payload of a record with or without the ``schema``/``payload`` wrapper."""
+    if set(value) == {"schema", "payload"} and isinstance(value["payload"], dict):
+        return value["payload"]
+    return value

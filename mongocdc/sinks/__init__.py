@@ -1,0 +1,1 @@
+"""Sinks that change events are written to."""

@@ -1,0 +1,128 @@
+"""Connecting to MongoDB with exponential backoff (``connect.*`` properties)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import tenacity
+from pymongo import MongoClient
+from pymongo.errors import ConfigurationError, ConnectionFailure, InvalidURI, OperationFailure
+
+from mongocdc.config import redact_text
+from mongocdc.errors import ConfigError, UnreachableError
+
+log = logging.getLogger("mongocdc.mongo")
+
+T = TypeVar("T")
+
+AUTH_FAILED = 18
+UNAUTHORIZED = 13
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Retry policy: first delay, doubling up to a cap, at most ``max_attempts`` attempts in all."""
+
+    initial_delay_s: float = 1.0
+    max_delay_s: float = 120.0
+    max_attempts: int = 16
+
+    def delays(self) -> list[float]:
+        """The waits between attempts, in order (``max_attempts - 1`` of them)."""
+        return [
+            min(self.max_delay_s, self.initial_delay_s * 2**i) for i in range(max(0, self.max_attempts - 1))
+        ]
+
+    def run(
+        self,
+        what: str,
+        attempt: Callable[[], T],
+        *,
+        retry_on: tuple[type[BaseException], ...],
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> T:
+        """Call ``attempt`` until it succeeds; log each retry with its delay; re-raise the last error."""
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            delay = state.next_action.sleep if state.next_action else 0.0
+            log.warning(
+                "%s failed (attempt %d of %d): %s; retrying in %.1f s",
+                what,
+                state.attempt_number,
+                self.max_attempts,
+                redact_text(str(exc)),
+                delay,
+            )
+
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(max(1, self.max_attempts)),
+            wait=tenacity.wait_exponential(multiplier=self.initial_delay_s, max=self.max_delay_s),
+            retry=tenacity.retry_if_exception_type(retry_on),
+            before_sleep=before_sleep,
+            sleep=sleep,
+            reraise=True,
+        )
+        return retrying(attempt)
+
+
+def _describe_hosts(uri: str) -> str:
+    from pymongo.uri_parser import parse_uri
+
+    try:
+        nodes = parse_uri(uri, validate=False, warn=True, connect_timeout=1).get("nodelist", [])
+    except (InvalidURI, ConfigurationError, ValueError):
+        return redact_text(uri)
+    return ",".join(f"{h}:{p}" for h, p in nodes) or redact_text(uri)
+
+
+def connect(
+    uri: str | None,
+    backoff: Backoff,
+    *,
+    server_selection_timeout_ms: int = 30000,
+    sleep: Callable[[float], None] = time.sleep,
+    **options: Any,
+) -> MongoClient[Any]:
+    """A client whose server answered ``ping``, after retries; ``UnreachableError`` when none did."""
+    if not uri:
+        raise ConfigError(
+            "mongodb.connection.string is not set",
+            hint="set it in the config file, MONGOCDC_MONGODB_CONNECTION_STRING or --connection-string",
+        )
+    try:
+        client: MongoClient[Any] = MongoClient(
+            uri, serverSelectionTimeoutMS=server_selection_timeout_ms, appname="mongocdc", **options
+        )
+    except (InvalidURI, ConfigurationError, ValueError, TypeError) as exc:
+        raise ConfigError(
+            f"mongodb.connection.string is invalid: {redact_text(str(exc))}",
+            hint="use mongodb://host1:port,host2:port/?replicaSet=NAME (see the MongoDB connection string docs)",
+        ) from exc
+    hosts = _describe_hosts(uri)
+
+    def ping() -> MongoClient[Any]:
+        client.admin.command("ping")
+        return client
+
+    try:
+        return backoff.run(f"connecting to MongoDB at {hosts}", ping, retry_on=(ConnectionFailure,), sleep=sleep)
+    except ConnectionFailure as exc:
+        client.close()
+        raise UnreachableError(
+            f"MongoDB at {hosts} is unreachable after {backoff.max_attempts} attempts: {redact_text(str(exc))}",
+            hint="check mongodb.connection.string, the network and that the servers are up; "
+            "connect.max.attempts and connect.backoff.* tune the retries",
+        ) from exc
+    except OperationFailure as exc:
+        client.close()
+        if exc.code in (AUTH_FAILED, UNAUTHORIZED):
+            raise ConfigError(
+                f"MongoDB at {hosts} refused the credentials: {redact_text(str(exc))}",
+                hint="check the user, password and authSource in mongodb.connection.string",
+            ) from exc
+        raise

@@ -1,0 +1,223 @@
+"""``MongoChangeStreamSource``: a change stream at deployment, database or collection scope."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bson import Timestamp
+from pymongo import MongoClient
+from pymongo.change_stream import ChangeStream
+from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
+
+from mongocdc.config import redact_text
+from mongocdc.errors import ConfigError, ResumePositionLostError, UnreachableError
+from mongocdc.events.changes import ControlChange, MalformedChangeError, StreamedChange, convert_change
+from mongocdc.events.position import Position
+from mongocdc.sources.mongo.client import Backoff
+
+log = logging.getLogger("mongocdc.mongo.stream")
+
+Scope = Literal["deployment", "database", "collection"]
+
+# MongoDB error codes meaning the resume point is gone.
+INVALID_RESUME_TOKEN = 260
+CHANGE_STREAM_FATAL = 280
+CHANGE_STREAM_HISTORY_LOST = 286
+RESUME_LOST_CODES = frozenset({INVALID_RESUME_TOKEN, CHANGE_STREAM_FATAL, CHANGE_STREAM_HISTORY_LOST})
+
+FULL_DOCUMENT = {
+    "change_streams": None,
+    "change_streams_update_full": "updateLookup",
+    "change_streams_with_pre_image": None,
+    "change_streams_update_full_with_pre_image": "updateLookup",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Idle:
+    """Nothing arrived within one poll; ``position`` is where the stream stands now."""
+
+    position: Position
+
+
+Item = StreamedChange | ControlChange | Idle
+
+
+def resume_lost_error(connector: str, detail: str) -> ResumePositionLostError:
+    return ResumePositionLostError(
+        f"the stored resume position is no longer in MongoDB's oplog ({detail}); "
+        "changes made since then cannot be streamed",
+        hint=(
+            f"re-snapshot: `mongocdc offsets reset --yes` for connector {connector!r} and start "
+            "`mongocdc stream` again (it snapshots first with snapshot.mode=initial), or set "
+            "snapshot.mode=when_needed to do this automatically; give the oplog more room "
+            "(replSetResizeOplog) so it does not happen again"
+        ),
+    )
+
+
+class MongoChangeStreamSource:
+    """Reads one change stream, reopening it after invalidations and lost connections."""
+
+    def __init__(
+        self,
+        client: MongoClient[Any],
+        *,
+        connector: str,
+        scope: Scope = "deployment",
+        target: str | None = None,
+        capture_mode: str = "change_streams_update_full",
+        poll_interval_ms: int = 500,
+        batch_size: int = 2048,
+        rs_name: str | None = None,
+        backoff: Backoff | None = None,
+        include: Callable[[str, str], bool] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if scope != "deployment" and not target:
+            raise ConfigError(f"capture.scope={scope} needs capture.target")
+        self._client = client
+        self._connector = connector
+        self._scope = scope
+        self._target = target
+        self._capture_mode = capture_mode
+        self._poll_ms = poll_interval_ms
+        self._batch_size = batch_size
+        self._rs = rs_name
+        self._backoff = backoff or Backoff()
+        self._include = include
+        self._sleep = sleep
+        self._stream: ChangeStream[Any] | None = None
+        self._position: Position | None = None
+        self._start_after: bool = False
+        self.reconnects = 0
+
+    @property
+    def position(self) -> Position | None:
+        """The position after the last item returned."""
+        return self._position
+
+    def _watch_target(self) -> Any:
+        if self._scope == "deployment":
+            return self._client
+        assert self._target is not None
+        if self._scope == "database":
+            return self._client[self._target]
+        db, _, coll = self._target.partition(".")
+        return self._client[db][coll]
+
+    def _watch_options(self, start: Position | None) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "max_await_time_ms": self._poll_ms,
+            "batch_size": self._batch_size,
+        }
+        full = FULL_DOCUMENT.get(self._capture_mode)
+        if full:
+            options["full_document"] = full
+        if self._capture_mode.endswith("_with_pre_image"):
+            options["full_document_before_change"] = "whenAvailable"
+        token = start.token_document() if start else None
+        if token is not None:
+            options["start_after" if self._start_after else "resume_after"] = token
+        return options
+
+    def _cluster_time_now(self) -> Position:
+        reply = self._client.admin.command("ping")
+        op_time = reply.get("operationTime")
+        if isinstance(op_time, Timestamp):
+            return Position(op_time.time, op_time.inc)
+        return Position(int(time.time()), 0)
+
+    def open(self, start: Position | None) -> None:
+        """Open the stream after ``start``, or at the present when there is none."""
+        self._position = start
+
+        def attempt() -> ChangeStream[Any]:
+            options = self._watch_options(self._position)
+            if self._position is None:
+                self._position = self._cluster_time_now()
+            return self._watch_target().watch(**options)  # type: ignore[no-any-return]
+
+        self._stream = self._with_retry("opening the change stream", attempt)
+        if self._position is not None and self._position.resume_token is None:
+            token = self._stream.resume_token
+            self._position = Position(self._position.sec, self._position.ord, Position.token_bytes(token))
+
+    def _with_retry(self, what: str, attempt: Callable[[], Any]) -> Any:
+        try:
+            return self._backoff.run(what, attempt, retry_on=(ConnectionFailure,), sleep=self._sleep)
+        except ConnectionFailure as exc:
+            raise UnreachableError(
+                f"MongoDB unreachable while {what}: {redact_text(str(exc))}",
+                hint="check the servers; the stream resumes from the last committed offset on restart",
+            ) from exc
+        except OperationFailure as exc:
+            self._raise_operation_failure(exc)
+            raise
+
+    def _raise_operation_failure(self, exc: OperationFailure) -> None:
+        message = str(exc)
+        if exc.code in RESUME_LOST_CODES or "resume point may no longer be in the oplog" in message:
+            raise resume_lost_error(self._connector, redact_text(message)) from exc
+
+    def next(self) -> Item:
+        """Wait at most one poll interval for the next change."""
+        if self._stream is None:
+            raise RuntimeError("open() the source first")
+        while True:
+            try:
+                change = self._stream.try_next()
+            except OperationFailure as exc:
+                self._raise_operation_failure(exc)
+                raise
+            except ConnectionFailure as exc:
+                log.warning("change stream lost its connection: %s; reopening", redact_text(str(exc)))
+                self.reconnects += 1
+                self._reopen()
+                continue
+            if change is None:
+                return Idle(self._idle_position())
+            item = self._convert(change)
+            self._position = item.position
+            if isinstance(item, ControlChange) and item.ends_stream:
+                log.info("change stream invalidated (%s); reopening after it", item.collection or item.db)
+                self._start_after = True
+                self._reopen()
+                self._start_after = False
+            return item
+
+    def _convert(self, change: Mapping[str, Any]) -> Item:
+        try:
+            item = convert_change(change, rs=self._rs)
+        except MalformedChangeError as exc:
+            raise UnreachableError(f"MongoDB returned a change event mongocdc cannot read: {exc}") from exc
+        if isinstance(item, StreamedChange) and self._include is not None:
+            src = item.event.source
+            if not self._include(src.db, src.collection):
+                return Idle(item.position)
+        return item
+
+    def _idle_position(self) -> Position:
+        assert self._stream is not None
+        token = self._stream.resume_token
+        current = self._position or Position(0, 0)
+        if token is None:
+            return current
+        self._position = Position(current.sec, current.ord, Position.token_bytes(token))
+        return self._position
+
+    def _reopen(self) -> None:
+        self.close()
+        self.open(self._position)
+
+    def close(self) -> None:
+        if self._stream is not None:
+            try:
+                self._stream.close()
+            except PyMongoError:
+                log.debug("closing the change stream failed", exc_info=True)
+            self._stream = None

@@ -1,0 +1,751 @@
+"""A real, single-node Apache Kafka broker for mongocdc's tests and demos.
+
+Nothing needs installing beyond Java 17+ and Maven: :func:`ensure_kafka_classpath` resolves
+Kafka and its runtime dependencies from Maven Central once, into a cache directory, and
+:class:`KafkaBroker` runs ``kafka.Kafka`` from that classpath in KRaft mode (combined
+broker + controller) on free loopback ports, with its own freshly formatted storage.
+
+Usage::
+
+    with KafkaBroker() as kafka:
+        producer = Producer({"bootstrap.servers": kafka.bootstrap})
+
+Command line (run from the repository root)::
+
+    python -m tests.services.kafka               # prints "127.0.0.1:PORT", runs until SIGTERM/SIGINT
+    python -m tests.services.kafka --fetch-only  # only resolves the classpath (CI pre-fetch)
+
+The cache lives in ``<root>/<kafka version>/lib`` where ``<root>`` is the ``cache_dir``
+argument, else ``$MONGOCDC_KAFKA_CACHE``, else ``<repo>/.cache/kafka``. The Kafka version is
+the ``kafka.version`` property of ``kafka-pom.xml`` next to this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import fcntl
+import hashlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import IO, Final, Self
+from xml.etree import ElementTree
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+__all__ = [
+    "CACHE_ENV",
+    "KAFKA_VERSION",
+    "KafkaBroker",
+    "KafkaServiceError",
+    "ensure_kafka_classpath",
+    "kafka_cache_root",
+    "main",
+]
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+POM_FILE: Final = Path(__file__).with_name("kafka-pom.xml")
+CACHE_ENV: Final = "MONGOCDC_KAFKA_CACHE"
+_STAMP: Final = ".mongocdc-complete"
+_MAVEN_TIMEOUT_S: Final = 1800.0
+_HOST: Final = "127.0.0.1"
+
+JVM_OPTIONS: Final[tuple[str, ...]] = (
+    "-Xms256m",
+    "-Xmx512m",
+    # Start-up over peak throughput: C1 only, the serial collector, no hsperfdata files.
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-XX:-UsePerfData",
+    "-Xshare:auto",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+    # Otherwise log4j's own shutdown hook stops logging before Kafka has finished shutting down.
+    "-Dlog4j2.shutdownHookEnabled=false",
+)
+
+
+class KafkaServiceError(RuntimeError):
+    """The Kafka classpath could not be resolved or the broker did not start."""
+
+
+def _read_kafka_version() -> str:
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    node = (
+        ElementTree.parse(POM_FILE).getroot().find("m:properties/m:kafka.version", ns)
+    )
+    if node is None or not (node.text or "").strip():
+        raise KafkaServiceError(f"{POM_FILE} has no <kafka.version> property")
+    return (node.text or "").strip()
+
+
+KAFKA_VERSION: Final[str] = _read_kafka_version()
+"""The Apache Kafka version the broker runs (from ``kafka-pom.xml``)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Classpath
+
+
+def kafka_cache_root(cache_dir: Path | None = None) -> Path:
+    """The directory under which ``<version>/lib`` caches are kept."""
+    if cache_dir is not None:
+        return cache_dir.expanduser().resolve()
+    env = os.environ.get(CACHE_ENV, "").strip()
+    if env:
+        return Path(env).expanduser().resolve()
+    return REPO_ROOT / ".cache" / "kafka"
+
+
+def _pom_digest() -> str:
+    return hashlib.sha256(POM_FILE.read_bytes()).hexdigest()
+
+
+def _is_complete(lib: Path, digest: str) -> bool:
+    try:
+        stamp = (lib / _STAMP).read_text(encoding="utf-8").strip()
+    except OSError:
+        return False
+    return stamp == digest and (lib / f"kafka_2.13-{KAFKA_VERSION}.jar").is_file()
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _run_maven(output_dir: Path) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaServiceError(
+            "Maven ('mvn') is not on PATH; it is needed to fetch Kafka"
+        )
+    command = [
+        mvn,
+        "-q",
+        "-B",
+        "-Dstyle.color=never",
+        "-f",
+        str(POM_FILE),
+        "dependency:copy-dependencies",
+        "-DincludeScope=runtime",
+        f"-DoutputDirectory={output_dir}",
+    ]
+    try:
+        result = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=_MAVEN_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise KafkaServiceError(
+            f"Maven did not finish within {_MAVEN_TIMEOUT_S:.0f}s"
+        ) from exc
+    if result.returncode != 0:
+        raise KafkaServiceError(
+            f"Maven failed to resolve Kafka {KAFKA_VERSION} (exit {result.returncode}):\n"
+            + _tail(result.stdout + result.stderr)
+        )
+
+
+def ensure_kafka_classpath(cache_dir: Path | None = None) -> Path:
+    """Return a directory holding Kafka's jars and all their runtime dependencies.
+
+    The first call resolves them with Maven (from Maven Central, through ``~/.m2``) into
+    ``kafka_cache_root(cache_dir) / KAFKA_VERSION / "lib"``; later calls, and calls from
+    other processes, return at once without running Maven. The jars are copied into a
+    temporary directory that is renamed into place when complete, under a file lock, so
+    concurrent or interrupted runs never expose a half-filled cache. Editing
+    ``kafka-pom.xml`` invalidates the cache.
+    """
+    version_dir = kafka_cache_root(cache_dir) / KAFKA_VERSION
+    lib = version_dir / "lib"
+    digest = _pom_digest()
+    if _is_complete(lib, digest):
+        return lib
+
+    version_dir.mkdir(parents=True, exist_ok=True)
+    with _file_lock(version_dir / ".lock"):
+        if _is_complete(lib, digest):  # another process finished it while we waited
+            return lib
+        for stale in [*version_dir.glob("lib.tmp-*"), *version_dir.glob("lib.old-*")]:
+            shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted run
+        started = time.monotonic()
+        log.info(
+            "Resolving Apache Kafka %s with Maven into %s (one-time)",
+            KAFKA_VERSION,
+            lib,
+        )
+        tmp = Path(tempfile.mkdtemp(prefix="lib.tmp-", dir=version_dir))
+        try:
+            _run_maven(tmp)
+            (tmp / _STAMP).write_text(digest + "\n", encoding="utf-8")
+            if not _is_complete(tmp, digest):
+                raise KafkaServiceError(
+                    f"Maven did not copy kafka_2.13-{KAFKA_VERSION}.jar"
+                )
+            if lib.exists():  # resolved from an older kafka-pom.xml
+                old = version_dir / f"lib.old-{uuid.uuid4().hex}"
+                lib.rename(old)
+                tmp.rename(lib)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                tmp.rename(lib)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        log.info(
+            "Resolved Kafka %s in %.1fs", KAFKA_VERSION, time.monotonic() - started
+        )
+    return lib
+
+
+# --------------------------------------------------------------------------------------------
+# Broker
+
+_handed_out_ports: set[int] = set()
+_ports_lock = threading.Lock()
+
+
+def _free_ports(count: int) -> list[int]:
+    """Loopback ports that are free now and were not handed out before in this process."""
+    with _ports_lock, contextlib.ExitStack() as stack:
+        ports: list[int] = []
+        while len(ports) < count:
+            sock = stack.enter_context(
+                socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            )
+            sock.bind((_HOST, 0))
+            port: int = sock.getsockname()[1]
+            if port not in _handed_out_ports:
+                ports.append(port)
+        _handed_out_ports.update(ports)
+        return ports
+
+
+def _new_cluster_id() -> str:
+    """A random id in Kafka's ``Uuid`` format (URL-safe base64, no padding, no leading dash)."""
+    while True:
+        raw = uuid.uuid4().bytes
+        cluster_id = base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
+def _properties_escape(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace("\n", "\\n")
+    return "".join(ch if ord(ch) < 0x7F else f"\\u{ord(ch):04x}" for ch in escaped)
+
+
+def _find_java() -> str:
+    java_home = os.environ.get("JAVA_HOME", "").strip()
+    if java_home and (Path(java_home) / "bin" / "java").is_file():
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java")
+    if java is None:
+        raise KafkaServiceError(
+            "Java ('java', 17 or newer) is not on PATH or in JAVA_HOME"
+        )
+    return java
+
+
+def _can_connect(port: int) -> bool:
+    try:
+        with socket.create_connection((_HOST, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _read_tail(path: Path, lines: int = 40) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 64 * 1024))
+            return _tail(handle.read().decode("utf-8", "replace"), lines)
+    except OSError:
+        return "(missing)"
+
+
+def _kill(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class _PortInUse(KafkaServiceError):
+    pass
+
+
+class KafkaBroker:
+    """A single-node Kafka (KRaft, broker + controller) on free loopback ports.
+
+    ``start()`` formats fresh storage (first start only), launches the JVM and returns once an
+    AdminClient sees the broker; ``stop()`` shuts it down (SIGTERM, then SIGKILL after
+    ``stop_timeout``) but keeps its data, ports and cluster id, so a later ``start()`` brings
+    the same cluster back on the same address (to test outages). ``close()`` stops it and
+    deletes the data directory if this object created it. The context manager starts and
+    closes. Independent instances run side by side.
+
+    Broker logs go to ``log_file`` (``<data_dir>/logs/server.log``); the JVM's own output to
+    ``<data_dir>/logs/stdout.log``.
+    """
+
+    def __init__(
+        self,
+        *,
+        num_partitions: int = 1,
+        config: Mapping[str, str] | None = None,
+        data_dir: Path | None = None,
+        lib_dir: Path | None = None,
+        startup_timeout: float = 60.0,
+        stop_timeout: float = 20.0,
+        jvm_options: Sequence[str] = (),
+        log_level: str = "INFO",
+    ) -> None:
+        """Prepare (but do not start) a broker.
+
+        ``config`` overrides or adds ``server.properties`` entries. Without ``data_dir`` a
+        temporary directory is created and removed by ``close()``; a given ``data_dir`` is
+        kept. ``lib_dir`` defaults to ``ensure_kafka_classpath()``.
+        """
+        if num_partitions < 1:
+            raise ValueError("num_partitions must be at least 1")
+        self.num_partitions = num_partitions
+        self._extra_config = dict(config or {})
+        self._lib_dir = lib_dir
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self._jvm_options = tuple(jvm_options)
+        self._log_level = log_level
+        self._cluster_id = _new_cluster_id()
+        self._ports: tuple[int, int] | None = None  # (PLAINTEXT, CONTROLLER)
+        self._formatted = False
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._output: IO[bytes] | None = None
+        self._proc_finalizer: (
+            weakref.finalize[[subprocess.Popen[bytes], float], KafkaBroker] | None
+        ) = None
+        self.startup_seconds: float | None = None
+        """Wall time the last successful ``start()`` took."""
+
+        # A temporary data directory is removed by close(), or at the latest at interpreter exit.
+        self._dir_finalizer: weakref.finalize[[Path, bool], KafkaBroker] | None = None
+        if data_dir is None:
+            self._data_dir = Path(tempfile.mkdtemp(prefix="mongocdc-kafka-")).resolve()
+            self._dir_finalizer = weakref.finalize(
+                self, shutil.rmtree, self._data_dir, True
+            )
+        else:
+            self._data_dir = data_dir.expanduser().resolve()
+            self._data_dir.mkdir(parents=True, exist_ok=True)
+
+    # -- properties ----------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        """``"127.0.0.1:PORT"`` of the PLAINTEXT listener (known once started)."""
+        if self._ports is None:
+            raise KafkaServiceError("the broker has not been started")
+        return f"{_HOST}:{self._ports[0]}"
+
+    @property
+    def port(self) -> int:
+        if self._ports is None:
+            raise KafkaServiceError("the broker has not been started")
+        return self._ports[0]
+
+    @property
+    def cluster_id(self) -> str:
+        """The cluster id the storage is (or will be) formatted with."""
+        return self._cluster_id
+
+    @property
+    def data_dir(self) -> Path:
+        return self._data_dir
+
+    @property
+    def log_file(self) -> Path:
+        return self._data_dir / "logs" / "server.log"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Start the broker and wait until it serves metadata requests.
+
+        Raises :class:`KafkaServiceError` with the tail of the broker's logs if it exits or
+        is not ready within ``startup_timeout`` seconds.
+        """
+        if self._proc is not None:
+            raise KafkaServiceError("the broker is already running")
+        started = time.monotonic()
+        deadline = started + self.startup_timeout
+        lib = self._lib_dir if self._lib_dir is not None else ensure_kafka_classpath()
+        java = _find_java()
+        attempts = 1 if self._ports is not None else 3  # a restart keeps its ports
+        for attempt in range(1, attempts + 1):
+            try:
+                self._launch(java, lib)
+                self._wait_until_ready(deadline)
+            except _PortInUse:
+                self._halt()
+                if attempt == attempts:
+                    raise
+                log.info("Kafka port was taken before the broker bound it; retrying")
+                self._ports = None
+                self._formatted = False
+            except BaseException:
+                self._halt()
+                raise
+            else:
+                self.startup_seconds = time.monotonic() - started
+                log.info(
+                    "Kafka %s ready on %s (cluster %s) in %.2fs",
+                    KAFKA_VERSION,
+                    self.bootstrap,
+                    self._cluster_id,
+                    self.startup_seconds,
+                )
+                return self
+        raise AssertionError("unreachable")
+
+    def stop(self) -> None:
+        """Shut the broker down: SIGTERM, then SIGKILL after ``stop_timeout`` seconds.
+
+        Data, ports and cluster id are kept for a later ``start()``. Idempotent.
+        """
+        self._halt()
+
+    def close(self) -> None:
+        """Stop the broker and delete the data directory if it is a temporary one."""
+        self._halt()
+        if self._dir_finalizer is not None:
+            self._dir_finalizer()
+
+    def __enter__(self) -> Self:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = self.bootstrap if self._ports is not None else "not started"
+        state = "running" if self.is_running() else "stopped"
+        return (
+            f"<KafkaBroker {KAFKA_VERSION} {where} {state} cluster={self._cluster_id}>"
+        )
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _server_properties(self) -> dict[str, str]:
+        assert self._ports is not None
+        port, controller_port = self._ports
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{_HOST}:{controller_port}",
+            "listeners": f"PLAINTEXT://{_HOST}:{port},CONTROLLER://{_HOST}:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{_HOST}:{port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self._data_dir / "kafka-data"),
+            "num.partitions": str(self.num_partitions),
+            "auto.create.topics.enable": "true",
+            "default.replication.factor": "1",
+            "min.insync.replicas": "1",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "num.recovery.threads.per.data.dir": "1",
+        }
+        props.update(self._extra_config)
+        return props
+
+    def _write_files(self) -> Path:
+        logs = self._data_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        lines = [
+            f"{key}={_properties_escape(value)}"
+            for key, value in self._server_properties().items()
+        ]
+        (self._data_dir / "server.properties").write_text(
+            "\n".join(lines) + "\n", "utf-8"
+        )
+        (self._data_dir / "log4j2.properties").write_text(
+            "\n".join(
+                [
+                    "status = error",
+                    "appender.file.type = File",
+                    "appender.file.name = FILE",
+                    "appender.file.fileName = ${sys:kafka.logs.dir}/server.log",
+                    "appender.file.layout.type = PatternLayout",
+                    "appender.file.layout.pattern = [%d] %p %m (%c)%n",
+                    f"rootLogger.level = {self._log_level}",
+                    "rootLogger.appenderRef.file.ref = FILE",
+                    "logger.request.name = kafka.request.logger",
+                    "logger.request.level = WARN",
+                    "",
+                ]
+            ),
+            "utf-8",
+        )
+        return logs
+
+    def _java_command(self, java: str, lib: Path, main: str, *args: str) -> list[str]:
+        logs = self._data_dir / "logs"
+        return [
+            java,
+            *JVM_OPTIONS,
+            *self._jvm_options,
+            f"-Dkafka.logs.dir={logs}",
+            f"-Dlog4j2.configurationFile={self._data_dir / 'log4j2.properties'}",
+            "-cp",
+            str(lib / "*"),
+            main,
+            *args,
+        ]
+
+    def _format_storage(self, java: str, lib: Path) -> None:
+        shutil.rmtree(self._data_dir / "kafka-data", ignore_errors=True)
+        command = self._java_command(
+            java,
+            lib,
+            "kafka.tools.StorageTool",
+            "format",
+            "--cluster-id",
+            self._cluster_id,
+            "--config",
+            str(self._data_dir / "server.properties"),
+        )
+        result = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=max(10.0, self.startup_timeout),
+            check=False,
+            cwd=self._data_dir,
+        )
+        if result.returncode != 0:
+            raise KafkaServiceError(
+                f"formatting Kafka storage failed (exit {result.returncode}):\n"
+                + _tail(result.stdout + result.stderr)
+            )
+        self._formatted = True
+
+    def _launch(self, java: str, lib: Path) -> None:
+        if self._ports is None:
+            port, controller_port = _free_ports(2)
+            self._ports = (port, controller_port)
+        logs = self._write_files()
+        if not self._formatted:
+            self._format_storage(java, lib)
+        command = self._java_command(
+            java, lib, "kafka.Kafka", str(self._data_dir / "server.properties")
+        )
+        self._output = (logs / "stdout.log").open("ab")
+        self._proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=self._output,
+            stderr=subprocess.STDOUT,
+            cwd=self._data_dir,
+            # Its own session: a terminal's Ctrl-C reaches only us, and we stop it cleanly.
+            start_new_session=True,
+        )
+        self._proc_finalizer = weakref.finalize(self, _kill, self._proc, 5.0)
+
+    def _halt(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _kill(proc, self.stop_timeout)
+        if self._proc_finalizer is not None:
+            self._proc_finalizer.detach()
+            self._proc_finalizer = None
+        if self._output is not None:
+            self._output.close()
+            self._output = None
+
+    def _logs_tail(self) -> str:
+        logs = self._data_dir / "logs"
+        return (
+            f"--- {logs / 'stdout.log'} (tail) ---\n{_read_tail(logs / 'stdout.log', 20)}\n"
+            f"--- {logs / 'server.log'} (tail) ---\n{_read_tail(logs / 'server.log')}"
+        )
+
+    def _check_alive(self) -> None:
+        assert self._proc is not None
+        code = self._proc.poll()
+        if code is None:
+            return
+        tail = self._logs_tail()
+        error = _PortInUse if "Address already in use" in tail else KafkaServiceError
+        raise error(f"Kafka broker exited with code {code} during start-up\n{tail}")
+
+    def _pause(self, seconds: float) -> None:
+        """Wait up to ``seconds``, returning early if the broker process exits."""
+        assert self._proc is not None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=seconds)
+
+    def _timeout(self, what: str) -> KafkaServiceError:
+        return KafkaServiceError(
+            f"Kafka broker {what} within {self.startup_timeout:.0f}s\n{self._logs_tail()}"
+        )
+
+    def _wait_until_ready(self, deadline: float) -> None:
+        port = self.port
+        # A plain TCP probe first: cheap, and quiet unlike librdkafka's connect errors.
+        while not _can_connect(port):
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise self._timeout(f"did not listen on {self.bootstrap}")
+            self._pause(0.05)
+
+        admin = AdminClient(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "reconnect.backoff.ms": 50,
+                "reconnect.backoff.max.ms": 500,
+                "log_level": 0,  # refused connections are expected here, not worth stderr
+            }
+        )
+        last_error = "no answer"
+        while True:
+            self._check_alive()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._timeout(f"did not serve metadata ({last_error})")
+            try:
+                metadata = admin.list_topics(timeout=min(2.0, remaining))
+            except KafkaException as exc:
+                last_error = str(exc)
+                self._pause(0.05)
+                continue
+            if metadata.cluster_id != self._cluster_id:
+                raise KafkaServiceError(
+                    f"{self.bootstrap} answered with cluster id {metadata.cluster_id}, "
+                    f"not {self._cluster_id}: another broker holds the port"
+                )
+            if metadata.brokers:
+                return
+            last_error = "no brokers in metadata yet"
+            self._pause(0.05)
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.services.kafka",
+        description="Run a single-node Kafka broker; print its bootstrap address; "
+        "stop it on SIGTERM/SIGINT.",
+    )
+    parser.add_argument(
+        "--fetch-only",
+        action="store_true",
+        help="only resolve the Kafka classpath into the cache (prints its directory)",
+    )
+    parser.add_argument(
+        "--partitions", type=int, default=1, help="num.partitions (default 1)"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="keep broker data here (default: a temporary directory)",
+    )
+    parser.add_argument("--startup-timeout", type=float, default=60.0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+
+    if args.fetch_only:
+        print(ensure_kafka_classpath(), flush=True)
+        return 0
+
+    stop_requested = threading.Event()
+    serving = False
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if not serving:  # still starting: abort; start() cleans up
+            raise SystemExit(128 + signum)
+        stop_requested.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    with KafkaBroker(
+        num_partitions=args.partitions,
+        data_dir=args.data_dir,
+        startup_timeout=args.startup_timeout,
+    ) as broker:
+        serving = True
+        print(broker.bootstrap, flush=True)
+        log.info("cluster id %s; broker log %s", broker.cluster_id, broker.log_file)
+        while not stop_requested.wait(timeout=1.0):
+            if not broker.is_running():
+                log.error("Kafka broker exited unexpectedly; see %s", broker.log_file)
+                return 1
+        log.info("stopping Kafka broker")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""Deterministic crash-and-resume tests of the streaming loop (scripted source, real SQLite store)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bson import Timestamp
+
+from mongocdc.engine.streaming import StreamingTask, StreamOptions
+from mongocdc.errors import DeliveryError
+from mongocdc.events.changes import StreamedChange, convert_change
+from mongocdc.events.envelope import EnvelopeCodec
+from mongocdc.events.position import Position
+from mongocdc.offsets.sqlite import SqliteOffsetStore
+
+
+@dataclass(frozen=True)
+class Idle:
+    position: Position
+
+
+def change(i: int, op: str = "insert") -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "_id": {"_data": f"{i:08d}"},
+        "operationType": op,
+        "clusterTime": Timestamp(1000 + i, 1),
+        "ns": {"db": "shop", "coll": "orders"},
+        "documentKey": {"_id": i},
+    }
+    if op != "delete":
+        doc["fullDocument"] = {"_id": i, "n": i}
+    return doc
+
+
+START = Position(999, 0, Position.token_bytes({"_data": "start"}))
+
+
+class ScriptedSource:
+    """Replays a fixed change history; can fail at a chosen index; sets ``stop`` when exhausted."""
+
+    def __init__(self, history: list[dict[str, Any]], stop: threading.Event, fail_at: int | None = None) -> None:
+        self.items = [convert_change(c, rs="rs0") for c in history]
+        self.stop = stop
+        self.fail_at = fail_at
+        self.index = 0
+        self._position: Position | None = None
+        self.opened_at: Position | None = None
+
+    def open(self, start: Position | None) -> None:
+        self.opened_at = start
+        self.index = 0
+        if start is not None:
+            tokens = [START.resume_token] + [item.position.resume_token for item in self.items]
+            self.index = tokens.index(start.resume_token)
+            self._position = start
+        else:
+            self._position = START
+
+    @property
+    def position(self) -> Position | None:
+        return self._position
+
+    def next(self) -> Any:
+        if self.fail_at is not None and self.index == self.fail_at:
+            raise RuntimeError(f"scripted crash at {self.index}")
+        if self.index >= len(self.items):
+            self.stop.set()
+            assert self._position is not None
+            return Idle(self._position)
+        item = self.items[self.index]
+        self.index += 1
+        self._position = item.position
+        return item
+
+    def close(self) -> None:
+        pass
+
+
+class RecordingSink:
+    """Stands in for the producer in this unit test: acknowledges on poll/flush, or refuses."""
+
+    def __init__(self, refuse_after: int | None = None) -> None:
+        self.records: list[tuple[str, bytes | None, bytes | None]] = []
+        self._pending: list[Callable[[], None]] = []
+        self.refuse_after = refuse_after
+
+    def produce(self, topic: str, key: bytes | None, value: bytes | None, *, headers: Any = None,
+                on_ack: Callable[[], None] | None = None) -> None:
+        self.records.append((topic, key, value))
+        if on_ack is not None:
+            self._pending.append(on_ack)
+
+    def poll(self, timeout: float = 0.0) -> None:
+        self._deliver()
+
+    def flush(self, timeout: float | None = None) -> None:
+        self._deliver()
+
+    def _deliver(self) -> None:
+        while self._pending:
+            if self.refuse_after is not None and self.refuse_after <= 0:
+                raise DeliveryError("Kafka rejected an event")
+            if self.refuse_after is not None:
+                self.refuse_after -= 1
+            self._pending.pop(0)()
+
+
+def keys_of(sink: RecordingSink) -> list[int]:
+    return [int(json.loads(json.loads(k or b"")["id"])) for _, k, v in sink.records if v is not None]
+
+
+def run_task(source: ScriptedSource, sink: RecordingSink, store: SqliteOffsetStore, stop: threading.Event,
+             flush_interval_s: float = 0.0) -> StreamingTask:
+    task = StreamingTask(
+        source, sink, store, EnvelopeCodec("app"),
+        StreamOptions(connector="c1", partition="rs0", flush_interval_s=flush_interval_s),
+        stop=stop, wall_clock_ms=lambda: 42,
+    )
+    task.run()
+    return task
+
+
+def test_graceful_stop_then_resume_delivers_each_change_once(tmp_path: Path) -> None:
+    history = [change(i) for i in range(10)]
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    stop = threading.Event()
+    first = RecordingSink()
+    run_task(ScriptedSource(history[:6], stop), first, store, stop, flush_interval_s=3600)
+    assert keys_of(first) == list(range(6))
+    # graceful stop committed the last change even though the flush interval never elapsed
+    assert Position.from_offset(store.load("c1", "rs0") or {}).sec == 1005
+
+    stop = threading.Event()
+    second = RecordingSink()
+    source = ScriptedSource(history, stop)
+    run_task(source, second, store, stop)
+    assert source.opened_at is not None and source.opened_at.sec == 1005
+    assert keys_of(second) == list(range(6, 10))
+
+
+@pytest.mark.parametrize("crash_at", [0, 1, 4, 9])
+def test_crash_then_restart_loses_nothing(tmp_path: Path, crash_at: int) -> None:
+    history = [change(i, "delete" if i % 4 == 3 else "insert") for i in range(10)]
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    stop = threading.Event()
+    first = RecordingSink()
+    with pytest.raises(RuntimeError, match="scripted crash"):
+        run_task(ScriptedSource(history, stop, fail_at=crash_at), first, store, stop)
+    committed = store.load("c1", "rs0")
+    stop = threading.Event()
+    second = RecordingSink()
+    run_task(ScriptedSource(history, stop), second, store, stop)
+    delivered = keys_of(first) + keys_of(second)
+    assert set(delivered) == set(range(10))
+    if committed is not None:
+        # everything after the committed offset comes again, nothing before it
+        assert keys_of(second) == [i for i in range(10) if 1000 + i > Position.from_offset(committed).sec]
+
+
+def test_tombstone_follows_delete_unless_disabled(tmp_path: Path) -> None:
+    store = SqliteOffsetStore(tmp_path / "o.db")
+    stop = threading.Event()
+    sink = RecordingSink()
+    task = run_task(ScriptedSource([change(1), change(1, "delete")], stop), sink, store, stop)
+    assert [v is None for _, _, v in sink.records] == [False, False, True]
+    assert sink.records[1][1] == sink.records[2][1]
+    assert task.stats.tombstones == 1 and task.stats.events["d"] == 1
+
+    stop = threading.Event()
+    sink = RecordingSink()
+    StreamingTask(
+        ScriptedSource([change(1), change(1, "delete")], stop), sink, SqliteOffsetStore(tmp_path / "p.db"),
+        EnvelopeCodec("app"), StreamOptions("c1", "rs0", tombstones_on_delete=False), stop=stop,
+    ).run()
+    assert all(v is not None for _, _, v in sink.records)
+
+
+def test_offset_never_passes_a_refused_record(tmp_path: Path) -> None:
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    stop = threading.Event()
+    sink = RecordingSink(refuse_after=3)
+    with pytest.raises(DeliveryError):
+        run_task(ScriptedSource([change(i) for i in range(6)], stop), sink, store, stop)
+    committed = store.load("c1", "rs0")
+    assert committed is not None
+    assert Position.from_offset(committed).sec <= 1002  # the 4th record (sec 1003) was never acknowledged
+
+
+def test_first_start_commits_where_streaming_began(tmp_path: Path) -> None:
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    stop = threading.Event()
+    stop.set()  # stop immediately: no change seen
+    run_task(ScriptedSource([], stop), RecordingSink(), store, stop)
+    committed = store.load("c1", "rs0")
+    assert committed is not None and committed["sec"] == 999

@@ -1,0 +1,98 @@
+"""Keys and values on the wire, field by field against EVENT_FORMAT.md."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bson import Int64, ObjectId
+
+from mongocdc import __version__
+from mongocdc.events.changes import StreamedChange, convert_change
+from mongocdc.events.codec import value_to_json
+from mongocdc.events.envelope import EnvelopeCodec, topic_for, unwrap
+from mongocdc.events.model import ChangeEvent, Op, SnapshotMarker, SourceInfo, TransactionBlock
+
+
+def event_of(change: dict[str, Any]) -> ChangeEvent:
+    item = convert_change(change, rs="rs0")
+    assert isinstance(item, StreamedChange)
+    return item.event
+
+
+def test_key_encoding_matches_debezium() -> None:
+    assert value_to_json(ObjectId("596e275826f08b2730779e1f")) == '{"$oid": "596e275826f08b2730779e1f"}'
+    assert value_to_json(1004) == "1004"
+    assert value_to_json(Int64(1004)) == "1004"
+    assert value_to_json("abc") == '"abc"'
+
+
+def test_key_bytes_are_compact_json(recorded: list[dict[str, Any]]) -> None:
+    codec = EnvelopeCodec("fulfillment")
+    key = codec.key(event_of(recorded[0]))
+    assert key == b'{"id":"{\\"$oid\\": \\"65a0b1c2d3e4f5a6b7c8d9e0\\"}"}'
+    assert json.loads(codec.key(event_of(recorded[2]))) == {"id": "1004"}
+
+
+def test_value_has_every_field(recorded: list[dict[str, Any]]) -> None:
+    codec = EnvelopeCodec("fulfillment")
+    event = event_of(recorded[1])
+    value = json.loads(codec.value(event, processed_ms=1704988200000))
+    assert set(value) >= {"before", "after", "updateDescription", "source", "op", "ts_ms", "transaction"}
+    assert value["op"] == "u"
+    assert value["ts_ms"] == 1704988200000
+    assert value["before"] is None
+    assert json.loads(value["after"])["age"] == 32
+    assert value["updateDescription"]["removedFields"] == ["joined"]
+    assert value["transaction"] is None
+    source = value["source"]
+    assert source["version"] == __version__
+    assert source["connector"] == "mongodb"
+    assert source["name"] == "fulfillment"
+    assert source["ts_ms"] == 1704988099456
+    assert source["snapshot"] == "false"
+    assert (source["db"], source["collection"], source["ord"], source["rs"]) == ("inventory", "customers", 2, "rs0")
+    assert source["wallTime"] == 1704988099456
+    assert source["lsid"] is None and source["txnNumber"] is None
+    assert codec.topic(event) == "fulfillment.inventory.customers" == topic_for("fulfillment", "inventory", "customers")
+
+
+def test_delete_value(recorded: list[dict[str, Any]]) -> None:
+    value = json.loads(EnvelopeCodec("p").value(event_of(recorded[3]), 1))
+    assert value["op"] == "d" and value["after"] is None and value["updateDescription"] is None
+
+
+def test_transaction_block_is_written() -> None:
+    event = ChangeEvent(
+        Op.CREATE,
+        "7",
+        SourceInfo("d", "c", 5, 1, lsid="abc", txn_number=4),
+        after='{"_id": 7}',
+        transaction=TransactionBlock("abc:4", 2, 1),
+    )
+    value = json.loads(EnvelopeCodec("p").value(event, 1))
+    assert value["transaction"] == {"id": "abc:4", "total_order": 2, "data_collection_order": 1}
+    assert value["source"]["lsid"] == "abc" and value["source"]["txnNumber"] == 4
+
+
+def test_snapshot_read_marker() -> None:
+    event = ChangeEvent(Op.READ, "1", SourceInfo("d", "c", 0, 0, snapshot=SnapshotMarker.LAST), after='{"_id": 1}')
+    value = json.loads(EnvelopeCodec("p").value(event, 1))
+    assert value["op"] == "r" and value["source"]["snapshot"] == "last"
+
+
+def test_schemas_enable_wraps_key_and_value(recorded: list[dict[str, Any]]) -> None:
+    codec = EnvelopeCodec("fulfillment", schemas_enable=True)
+    event = event_of(recorded[0])
+    key = json.loads(codec.key(event))
+    assert key["schema"]["name"] == "fulfillment.inventory.customers.Key"
+    assert key["schema"]["fields"] == [{"type": "string", "optional": False, "field": "id"}]
+    value = json.loads(codec.value(event, 5))
+    assert value["schema"]["name"] == "fulfillment.inventory.customers.Envelope"
+    schema_fields = [f["field"] for f in value["schema"]["fields"]]
+    payload = value["payload"]
+    assert set(payload) <= set(schema_fields)
+    source_fields = next(f for f in value["schema"]["fields"] if f["field"] == "source")["fields"]
+    assert set(payload["source"]) == {f["field"] for f in source_fields}
+    plain = json.loads(EnvelopeCodec("fulfillment").value(event, 5))
+    assert unwrap(value) == plain == unwrap(plain)

@@ -1,0 +1,113 @@
+"""Property tests of the pure core: codec round trips, key encoding, offset serialisation."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from bson import Decimal128, Int64, ObjectId, Timestamp
+from bson.raw_bson import RawBSONDocument
+from hypothesis import given
+from hypothesis import strategies as st
+
+import bson
+from mongocdc.events.codec import document_to_json, document_to_json_pure, json_to_document, value_to_json
+from mongocdc.events.position import Position
+
+keys = st.text(st.characters(blacklist_characters="\x00.$", blacklist_categories=("Cs",)), min_size=1, max_size=8)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**31), max_value=2**31 - 1),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1).map(Int64),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+    st.binary(min_size=12, max_size=12).map(ObjectId),
+    st.datetimes(
+        min_value=dt.datetime(1970, 1, 1), max_value=dt.datetime(9999, 1, 1), timezones=st.just(dt.timezone.utc)
+    ).map(lambda d: d.replace(microsecond=(d.microsecond // 1000) * 1000)),
+    st.decimals(min_value=-(10**20), max_value=10**20, allow_nan=False, allow_infinity=False, places=3).map(
+        lambda d: Decimal128(str(d))
+    ),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4)),
+    max_leaves=12,
+)
+documents = st.dictionaries(keys, values, max_size=6)
+
+
+def normalise(value: Any) -> Any:
+    """Relaxed JSON does not keep int32 vs int64 apart, nor a datetime's tzinfo object identity."""
+    if isinstance(value, dict):
+        return {k: normalise(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalise(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.timezone.utc)
+    return value
+
+
+@given(documents)
+def test_document_json_round_trips(doc: dict[str, Any]) -> None:
+    text = document_to_json(doc)
+    assert normalise(json_to_document(text)) == normalise(bson.decode(bson.encode(doc), codec_options=_TZ))
+
+
+@given(documents)
+def test_fast_and_pure_codecs_agree(doc: dict[str, Any]) -> None:
+    assert json.loads(document_to_json(doc)) == json.loads(document_to_json_pure(doc))
+
+
+@given(documents)
+def test_raw_documents_render_like_decoded_ones(doc: dict[str, Any]) -> None:
+    raw = RawBSONDocument(bson.encode(doc))
+    assert json.loads(document_to_json(raw)) == json.loads(document_to_json(doc))
+
+
+@given(values)
+def test_key_encoding_round_trips(value: Any) -> None:
+    text = value_to_json(value)
+    assert normalise(json_to_document(text)) == normalise(value)
+
+
+from bson.codec_options import CodecOptions  # noqa: E402
+
+_TZ: CodecOptions[Any] = CodecOptions(tz_aware=True)
+
+
+@given(
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.integers(min_value=0, max_value=2**32 - 1),
+    st.one_of(st.none(), st.dictionaries(keys, values, min_size=1, max_size=3)),
+    st.booleans(),
+)
+def test_offsets_round_trip_through_json(sec: int, ord_: int, token: dict[str, Any] | None, initsync: bool) -> None:
+    position = Position(sec, ord_, Position.token_bytes(token), initsync)
+    record = json.loads(json.dumps(position.to_offset()))
+    assert Position.from_offset(record) == position
+
+
+def test_offset_shows_the_token_data_string() -> None:
+    position = Position(1, 2, Position.token_bytes({"_data": "8265A0"}))
+    assert position.describe_token() == "8265A0"
+    assert Position.from_offset({"sec": 1, "ord": 2, "resume_token": None}).token_document() is None
+
+
+def test_malformed_offset_is_rejected_with_a_reason() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="integer 'sec'"):
+        Position.from_offset({"ord": 1})
+    with pytest.raises(ValueError, match="base64"):
+        Position.from_offset({"sec": 1, "ord": 1, "resume_token": "not base64!"})
+
+
+def test_timestamp_values_render() -> None:
+    assert json.loads(value_to_json(Timestamp(5, 1))) == {"$timestamp": {"t": 5, "i": 1}}
