@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
@@ -41,7 +41,7 @@ def parse_timestamp(value: str) -> int:
             hint="for example --timestamp 2026-01-31T12:00:00Z or --timestamp 1769860800000",
         ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return int(parsed.timestamp() * 1000)
 
 
@@ -83,19 +83,24 @@ def register(app: typer.Typer) -> None:
     @topic_app.command("dump")
     def dump(
         ctx: typer.Context,
-        topic: Annotated[str, typer.Argument(help="Topic to read, e.g. <topic.prefix>.<db>.<collection>.")],
+        topic: Annotated[
+            str, typer.Argument(help="Topic to read, e.g. <topic.prefix>.<db>.<collection>.", show_default=False)
+        ],
         output: OutputOpt = Output.table,
         offset: Annotated[
             int | None, typer.Option("--offset", help="Start at this offset in every partition.", show_default=False)
         ] = None,
         timestamp: Annotated[
             str | None,
-            typer.Option("--timestamp", help="Start at the first record at or after this time (ISO 8601 or epoch ms).",
-                         show_default=False),
+            typer.Option(
+                "--timestamp",
+                help="Start at the first record at or after this time (ISO 8601 or epoch ms).",
+                show_default=False,
+            ),
         ] = None,
         max_messages: Annotated[
-            int | None, typer.Option("--max-messages", "-n", help="Stop after this many records.", min=1,
-                                     show_default=False)
+            int | None,
+            typer.Option("--max-messages", "-n", help="Stop after this many records.", min=1, show_default=False),
         ] = None,
         timeout: Annotated[
             float, typer.Option("--timeout", help="Stop when no record arrives for this many seconds.", min=0.1)
@@ -126,12 +131,14 @@ def register(app: typer.Typer) -> None:
                     render.print_json(item)
                 else:
                     when = (
-                        datetime.fromtimestamp(record.timestamp_ms / 1000, tz=timezone.utc).isoformat()
+                        datetime.fromtimestamp(record.timestamp_ms / 1000, tz=UTC).isoformat()
                         if record.timestamp_ms is not None
                         else "-"
                     )
                     render.stdout.rule(f"{record.topic} [{record.partition}] @{record.offset}  {when}")
-                    render.stdout.print_json(data={"key": item["key"], "value": item["value"], "headers": item["headers"]})
+                    render.stdout.print_json(
+                        data={"key": item["key"], "value": item["value"], "headers": item["headers"]}
+                    )
         finally:
             reader.close()
 

@@ -16,14 +16,14 @@ def _not_yet(command: str) -> NoReturn:
 def register(app: typer.Typer) -> None:
     @app.command()
     def snapshot() -> None:
-        """Run a snapshot of the included collections (initial, or incremental with --incremental)."""
+        """Snapshot the included collections, initial or incremental (not implemented yet)."""
         _not_yet("snapshot")
 
     signal_app = typer.Typer(help="Send signals to a running connector.", no_args_is_help=True)
 
     @signal_app.command("send")
     def signal_send() -> None:
-        """Write a signal (execute-snapshot, stop-snapshot, pause-snapshot, resume-snapshot, log)."""
+        """Write a signal such as execute-snapshot to a running connector (not implemented yet)."""
         _not_yet("signal send")
 
     app.add_typer(signal_app, name="signal")
@@ -32,26 +32,26 @@ def register(app: typer.Typer) -> None:
 
     @failover_app.command("translate")
     def failover_translate() -> None:
-        """Translate a consumer group's committed offsets to the other cluster."""
+        """Translate a consumer group's committed offsets to the other cluster (not implemented yet)."""
         _not_yet("failover translate")
 
     app.add_typer(failover_app, name="failover")
 
     @app.command()
     def replicate() -> None:
-        """Replicate topics to a second Kafka cluster, with provenance headers and offset syncs."""
+        """Replicate topics to a second Kafka cluster with provenance and offset syncs (not implemented yet)."""
         _not_yet("replicate")
 
     spark_app = typer.Typer(help="The downstream PySpark job that turns CDC topics into tables.", no_args_is_help=True)
 
     @spark_app.command("run")
     def spark_run() -> None:
-        """Launch the PySpark job that keeps one table per collection up to date."""
+        """Launch the PySpark job that keeps one table per collection up to date (not implemented yet)."""
         _not_yet("spark run")
 
     @spark_app.command("status")
     def spark_status() -> None:
-        """Show the streaming query's progress from its checkpoint."""
+        """Show the streaming query's progress from its checkpoint (not implemented yet)."""
         _not_yet("spark status")
 
     app.add_typer(spark_app, name="spark")

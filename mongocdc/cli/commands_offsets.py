@@ -63,18 +63,21 @@ def register(app: typer.Typer) -> None:
             for r in records
         ]
         render.emit(
-            output, data, ["connector", "partition", "sec", "ord", "resume token", "initsync", "updated at"], rows,
+            output,
+            data,
+            ["connector", "partition", "sec", "ord", "resume token", "initsync", "updated at"],
+            rows,
             title="stored offsets",
         )
 
     @offsets_app.command("reset")
     def reset() -> None:
-        """Delete a connector's offsets, or move them to a timestamp."""
+        """Delete a connector's offsets, or move them to a timestamp (not implemented yet)."""
         raise NotImplementedYetError("`mongocdc offsets reset` is not implemented yet")
 
     @offsets_app.command("set")
     def set_() -> None:
-        """Set a connector's offset to a given resume token."""
+        """Set a connector's offset to a given resume token (not implemented yet)."""
         raise NotImplementedYetError("`mongocdc offsets set` is not implemented yet")
 
     app.add_typer(offsets_app, name="offsets")

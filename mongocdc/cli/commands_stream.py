@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import FrameType
 
 import typer
@@ -27,8 +27,7 @@ class GracefulStop:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signal is None:
-            log.info("received %s: stopping after the events in flight are acknowledged",
-                     signal.Signals(signum).name)
+            log.info("received %s: stopping after the events in flight are acknowledged", signal.Signals(signum).name)
             self.signal = signum
         self.event.set()
 
@@ -72,17 +71,27 @@ def register(app: typer.Typer) -> None:
         try:
             topology = discover(client)
             topology.require_change_streams()
-            log.info("capturing %s %s (%s scope) into %s as %s.<db>.<collection>",
-                     topology.kind.replace("_", " "), topology.replica_set or "", settings.capture_scope,
-                     settings.kafka_client.get("bootstrap.servers"), settings.topic_prefix)
+            log.info(
+                "capturing %s %s (%s scope) into %s as %s.<db>.<collection>",
+                topology.kind.replace("_", " "),
+                topology.replica_set or "",
+                settings.capture_scope,
+                settings.kafka_client.get("bootstrap.servers"),
+                settings.topic_prefix,
+            )
 
             def on_status(stats: StreamStats) -> None:
                 if output is Output.json:
-                    render.print_json({"status": "streaming", "at": datetime.now(timezone.utc).isoformat(),
-                                       **stats.to_dict()})
+                    render.print_json({"status": "streaming", "at": datetime.now(UTC).isoformat(), **stats.to_dict()})
                 else:
-                    log.info("streamed %d events (c=%d u=%d d=%d), %d commits", stats.total,
-                             stats.events["c"], stats.events["u"], stats.events["d"], stats.commits)
+                    log.info(
+                        "streamed %d events (c=%d u=%d d=%d), %d commits",
+                        stats.total,
+                        stats.events["c"],
+                        stats.events["u"],
+                        stats.events["d"],
+                        stats.commits,
+                    )
 
             task = StreamingTask(
                 wiring.change_source(settings, client, topology.replica_set),

@@ -32,9 +32,13 @@ def global_options(
     ctx: typer.Context,
     config: Annotated[
         Path | None,
-        typer.Option("--config", "-c", help="YAML configuration file (Debezium property names).", envvar="MONGOCDC_CONFIG"),
+        typer.Option(
+            "--config", "-c", help="YAML configuration file (Debezium property names).", envvar="MONGOCDC_CONFIG"
+        ),
     ] = None,
-    log_level: Annotated[LogLevel, typer.Option("--log-level", help="Log verbosity.", envvar="MONGOCDC_LOG_LEVEL")] = LogLevel.info,
+    log_level: Annotated[
+        LogLevel, typer.Option("--log-level", help="Log verbosity.", envvar="MONGOCDC_LOG_LEVEL")
+    ] = LogLevel.info,
     log_format: Annotated[
         LogFormat, typer.Option("--log-format", help="Log line format on stderr.", envvar="MONGOCDC_LOG_FORMAT")
     ] = LogFormat.text,

@@ -8,9 +8,7 @@ import typer
 
 from mongocdc.cli.state import Output
 
-OutputOpt = Annotated[
-    Output, typer.Option("--output", "-o", help="Output format: table for people, json for scripts.")
-]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="Output format: table for people, json for scripts.")]
 ConnectionStringOpt = Annotated[
     str | None,
     typer.Option(

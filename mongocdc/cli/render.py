@@ -30,7 +30,9 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
     stdout.print(t)
 
 
-def emit(output: Output, data: Any, columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
+def emit(
+    output: Output, data: Any, columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None
+) -> None:
     """One result, in the format the operator asked for."""
     if output is Output.json:
         print_json(data)

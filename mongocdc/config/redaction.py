@@ -33,7 +33,9 @@ _URI_CREDENTIALS: Final = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\
 
 # key=value where the key names a secret: URI options (tlsCertificateKeyFilePassword=…),
 # librdkafka-style "sasl.password=…" and the password="…" inside a JAAS config.
-_SECRET_ASSIGNMENT: Final = re.compile(rf"(?i)\b(?P<name>[\w.\-]*(?:{_MARKERS_RE})[\w.\-]*)(?P<sep>=)(?P<value>[^&\s]+)")
+_SECRET_ASSIGNMENT: Final = re.compile(
+    rf"(?i)\b(?P<name>[\w.\-]*(?:{_MARKERS_RE})[\w.\-]*)(?P<sep>=)(?P<value>[^&\s]+)"
+)
 
 # NAME:value pairs such as authMechanismProperties=AWS_SESSION_TOKEN:…
 _SECRET_PAIR: Final = re.compile(r"(?i)\b(?P<name>\w*(?:password|secret|token)\w*)(?P<sep>:)(?P<value>[^,&\s]+)")

@@ -46,7 +46,7 @@ class Sink(Protocol):
         key: bytes | None,
         value: bytes | None,
         *,
-        headers: list[tuple[str, bytes]] | None = None,
+        headers: list[tuple[str, str | bytes | None]] | None = None,
         on_ack: Callable[[], None] | None = None,
     ) -> None: ...
 
@@ -133,11 +133,19 @@ class StreamingTask:
         """Stream until ``stop`` is set; then stop reading, flush, and commit. Returns the counters."""
         start = self.stored_position()
         if start is None:
-            log.info("no stored offset for %s/%s: streaming changes from now on",
-                     self.options.connector, self.options.partition)
+            log.info(
+                "no stored offset for %s/%s: streaming changes from now on",
+                self.options.connector,
+                self.options.partition,
+            )
         else:
-            log.info("resuming %s/%s after sec=%d ord=%d", self.options.connector, self.options.partition,
-                     start.sec, start.ord)
+            log.info(
+                "resuming %s/%s after sec=%d ord=%d",
+                self.options.connector,
+                self.options.partition,
+                start.sec,
+                start.ord,
+            )
         self.source.open(start)
         try:
             opened_at = self.source.position

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from bson import Timestamp
@@ -61,7 +61,7 @@ def _get(change: Mapping[str, Any], field: str) -> Any:
 
 def _epoch_ms(value: datetime) -> int:
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return int(value.timestamp() * 1000)
 
 
@@ -101,9 +101,7 @@ def _update_description(raw: Mapping[str, Any] | None) -> UpdateDescription | No
         return None
     updated = raw.get("updatedFields") or {}
     removed = tuple(str(f) for f in (raw.get("removedFields") or ()))
-    truncated = tuple(
-        (str(t["field"]), int(t["newSize"])) for t in (raw.get("truncatedArrays") or ())
-    )
+    truncated = tuple((str(t["field"]), int(t["newSize"])) for t in (raw.get("truncatedArrays") or ()))
     return UpdateDescription(document_to_json(updated), removed, truncated)
 
 
@@ -136,9 +134,13 @@ def convert_change(change: Mapping[str, Any], *, rs: str | None = None) -> Strea
     before = _optional_document(change, "fullDocumentBeforeChange")
     key_json = value_to_json(key["_id"])
     if operation == "insert":
-        event = ChangeEvent(Op.CREATE, key_json, source, after=_optional_document(change, "fullDocument"), before=before)
+        event = ChangeEvent(
+            Op.CREATE, key_json, source, after=_optional_document(change, "fullDocument"), before=before
+        )
     elif operation == "replace":
-        event = ChangeEvent(Op.UPDATE, key_json, source, after=_optional_document(change, "fullDocument"), before=before)
+        event = ChangeEvent(
+            Op.UPDATE, key_json, source, after=_optional_document(change, "fullDocument"), before=before
+        )
     elif operation == "update":
         event = ChangeEvent(
             Op.UPDATE,

@@ -24,6 +24,7 @@ try:  # pragma: no cover - exercised by whichever branch is installed
 
     FAST_CODEC = True
 except ImportError:  # pragma: no cover
+
     def _raw_to_json(raw: bytes) -> str:
         return json_util.dumps(bson.decode(raw), json_options=_RELAXED)
 
@@ -33,7 +34,7 @@ except ImportError:  # pragma: no cover
 def document_to_json(document: Mapping[str, Any] | RawBSONDocument) -> str:
     """Render one BSON document as relaxed extended JSON text."""
     if isinstance(document, RawBSONDocument):
-        return _raw_to_json(document.raw)
+        return _raw_to_json(bytes(document.raw))
     return _raw_to_json(bson.encode(document))
 
 

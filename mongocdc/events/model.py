@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class Op(str, Enum):
+class Op(StrEnum):
     """Debezium operation codes."""
 
     CREATE = "c"
@@ -16,7 +16,7 @@ class Op(str, Enum):
     READ = "r"
 
 
-class SnapshotMarker(str, Enum):
+class SnapshotMarker(StrEnum):
     """Values of ``source.snapshot``."""
 
     FALSE = "false"

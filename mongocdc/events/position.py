@@ -44,9 +44,7 @@ class Position:
     def to_offset(self) -> dict[str, Any]:
         """Readable JSON-safe offset record (what ``offsets show`` prints)."""
         record: dict[str, Any] = {"sec": self.sec, "ord": self.ord}
-        record["resume_token"] = (
-            base64.b64encode(self.resume_token).decode("ascii") if self.resume_token else None
-        )
+        record["resume_token"] = base64.b64encode(self.resume_token).decode("ascii") if self.resume_token else None
         if self.initsync:
             record["initsync"] = True
         return record

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from mongocdc.offsets.base import OffsetRecord
@@ -20,7 +20,7 @@ class MemoryOffsetStore:
 
     def commit(self, connector: str, partition: str, offset: Mapping[str, Any]) -> None:
         self._records[(connector, partition)] = OffsetRecord(
-            connector, partition, copy.deepcopy(dict(offset)), datetime.now(timezone.utc)
+            connector, partition, copy.deepcopy(dict(offset)), datetime.now(UTC)
         )
 
     def records(self, connector: str | None = None) -> list[OffsetRecord]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ class SqliteOffsetStore:
         return value
 
     def commit(self, connector: str, partition: str, offset: Mapping[str, Any]) -> None:
-        now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        now = datetime.now(UTC).isoformat(timespec="milliseconds")
         self._db.execute(
             "INSERT INTO offsets (connector, partition, offset, updated_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (connector, partition) DO UPDATE SET offset = excluded.offset, "
@@ -75,9 +75,7 @@ class SqliteOffsetStore:
         if partition is None:
             cur = self._db.execute("DELETE FROM offsets WHERE connector = ?", (connector,))
         else:
-            cur = self._db.execute(
-                "DELETE FROM offsets WHERE connector = ? AND partition = ?", (connector, partition)
-            )
+            cur = self._db.execute("DELETE FROM offsets WHERE connector = ? AND partition = ?", (connector, partition))
         return cur.rowcount
 
     def close(self) -> None:

@@ -54,6 +54,7 @@ __all__ = [
     "MongoServer",
     "MorphiumServer",
     "Nx27017Server",
+    "SecantusRsServer",
     "SecantusServer",
     "ServerStartError",
     "cache_dir",
@@ -401,6 +402,89 @@ class SecantusServer(MongoServer):
         return f"replicaSet={self.repl_set}"
 
 
+class SecantusRsServer(MongoServer):
+    """SecantusDB's Rust MongoDB server ``secantusd-rs`` (crates.io ``secantus-mdb``).
+
+    Same storage format and replica-set advertisement as ``SecantusServer``,
+    faster per operation.  Installing compiles it (and WiredTiger) with cargo
+    into ``.cache/secantus-rs``: several minutes on two cores.  The crate
+    declares rust-version 1.98; it builds with the 1.95 toolchain here only
+    with ``--ignore-rust-version``.
+    """
+
+    name = "secantus-rs"
+    crate = "secantus-mdb"
+    version = "0.5.3-beta.196"
+    repl_set = "secantus"
+
+    @classmethod
+    def binary(cls) -> Path:
+        return cache_dir() / cls.name / "bin" / "secantusd-rs"
+
+    @classmethod
+    def ensure_installed(cls) -> None:
+        target = cache_dir() / cls.name
+        stamp_file = target / "STAMP"
+        if stamp_file.exists() and stamp_file.read_text().strip() == cls.version and cls.binary().exists():
+            return
+        cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+        if not Path(cargo).exists():
+            raise InstallError("cargo not found (a Rust toolchain is needed to build secantusd-rs)")
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{cls.name}-", dir=cache_dir()))
+        try:
+            _run(
+                [
+                    cargo,
+                    "install",
+                    cls.crate,
+                    "--version",
+                    cls.version,
+                    "--locked",
+                    "--ignore-rust-version",
+                    "--root",
+                    str(work / "root"),
+                    "--target-dir",
+                    str(work / "target"),
+                ]
+            )
+            final = work / "final"
+            (final / "bin").mkdir(parents=True)
+            (work / "root" / "bin" / "secantusd-rs").rename(final / "bin" / "secantusd-rs")
+            (final / "STAMP").write_text(cls.version + "\n")
+            if target.exists():
+                shutil.rmtree(target, ignore_errors=True)
+            final.rename(target)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    @classmethod
+    def installed_version(cls) -> str:
+        return cls.version if cls.binary().exists() else "not installed"
+
+    def _command(self, port: int, data_dir: Path) -> list[str]:
+        config = data_dir / "secantusd.toml"
+        config.touch()
+        return [
+            str(self.binary()),
+            "--host",
+            self.host,
+            "--port",
+            str(port),
+            "--storage-path",
+            str(data_dir / "wiredtiger"),
+            "--log-level",
+            "WARNING",
+            "--cache-size",
+            "256M",
+            "--config",
+            str(config),
+        ]
+
+    def _uri_options(self) -> str:
+        return f"replicaSet={self.repl_set}"
+
+
 class Nx27017Server(MongoServer):
     """NX-27017 (PyPI ``nx-27017``): a MongoDB wire-protocol server over SQLite.
 
@@ -521,7 +605,7 @@ class MorphiumServer(MongoServer):
 
 
 CANDIDATES: dict[str, type[MongoServer]] = {
-    cls.name: cls for cls in (SecantusServer, Nx27017Server, MongoJavaServer, MorphiumServer)
+    cls.name: cls for cls in (SecantusServer, SecantusRsServer, Nx27017Server, MongoJavaServer, MorphiumServer)
 }
 
 #: The most faithful candidate by the contract suite (tests/README.md).

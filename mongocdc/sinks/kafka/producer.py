@@ -80,7 +80,7 @@ class KafkaSink:
         key: bytes | None,
         value: bytes | None,
         *,
-        headers: list[tuple[str, bytes]] | None = None,
+        headers: list[tuple[str, str | bytes | None]] | None = None,
         on_ack: AckCallback | None = None,
     ) -> None:
         """Queue one record; ``on_ack`` runs (from a later ``poll``/``flush``) once Kafka acknowledged it."""

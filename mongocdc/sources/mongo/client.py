@@ -33,9 +33,7 @@ class Backoff:
 
     def delays(self) -> list[float]:
         """The waits between attempts, in order (``max_attempts - 1`` of them)."""
-        return [
-            min(self.max_delay_s, self.initial_delay_s * 2**i) for i in range(max(0, self.max_attempts - 1))
-        ]
+        return [min(self.max_delay_s, self.initial_delay_s * 2**i) for i in range(max(0, self.max_attempts - 1))]
 
     def run(
         self,

@@ -14,7 +14,7 @@ from bson import Timestamp
 
 from mongocdc.engine.streaming import StreamingTask, StreamOptions
 from mongocdc.errors import DeliveryError
-from mongocdc.events.changes import StreamedChange, convert_change
+from mongocdc.events.changes import convert_change
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.events.position import Position
 from mongocdc.offsets.sqlite import SqliteOffsetStore
@@ -90,8 +90,15 @@ class RecordingSink:
         self._pending: list[Callable[[], None]] = []
         self.refuse_after = refuse_after
 
-    def produce(self, topic: str, key: bytes | None, value: bytes | None, *, headers: Any = None,
-                on_ack: Callable[[], None] | None = None) -> None:
+    def produce(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        headers: Any = None,
+        on_ack: Callable[[], None] | None = None,
+    ) -> None:
         self.records.append((topic, key, value))
         if on_ack is not None:
             self._pending.append(on_ack)
@@ -115,12 +122,21 @@ def keys_of(sink: RecordingSink) -> list[int]:
     return [int(json.loads(json.loads(k or b"")["id"])) for _, k, v in sink.records if v is not None]
 
 
-def run_task(source: ScriptedSource, sink: RecordingSink, store: SqliteOffsetStore, stop: threading.Event,
-             flush_interval_s: float = 0.0) -> StreamingTask:
+def run_task(
+    source: ScriptedSource,
+    sink: RecordingSink,
+    store: SqliteOffsetStore,
+    stop: threading.Event,
+    flush_interval_s: float = 0.0,
+) -> StreamingTask:
     task = StreamingTask(
-        source, sink, store, EnvelopeCodec("app"),
+        source,
+        sink,
+        store,
+        EnvelopeCodec("app"),
         StreamOptions(connector="c1", partition="rs0", flush_interval_s=flush_interval_s),
-        stop=stop, wall_clock_ms=lambda: 42,
+        stop=stop,
+        wall_clock_ms=lambda: 42,
     )
     task.run()
     return task
@@ -175,8 +191,12 @@ def test_tombstone_follows_delete_unless_disabled(tmp_path: Path) -> None:
     stop = threading.Event()
     sink = RecordingSink()
     StreamingTask(
-        ScriptedSource([change(1), change(1, "delete")], stop), sink, SqliteOffsetStore(tmp_path / "p.db"),
-        EnvelopeCodec("app"), StreamOptions("c1", "rs0", tombstones_on_delete=False), stop=stop,
+        ScriptedSource([change(1), change(1, "delete")], stop),
+        sink,
+        SqliteOffsetStore(tmp_path / "p.db"),
+        EnvelopeCodec("app"),
+        StreamOptions("c1", "rs0", tombstones_on_delete=False),
+        stop=stop,
     ).run()
     assert all(v is not None for _, _, v in sink.records)
 

@@ -81,12 +81,15 @@ def test_transaction_fields_are_carried(recorded: list[dict[str, Any]]) -> None:
     assert event.source.txn_number == 4
 
 
-@pytest.mark.parametrize(("index", "operation", "db", "coll"), [
-    (5, "drop", "inventory", "orders"),
-    (6, "rename", "inventory", "customers"),
-    (7, "dropDatabase", "inventory", None),
-    (8, "invalidate", None, None),
-])
+@pytest.mark.parametrize(
+    ("index", "operation", "db", "coll"),
+    [
+        (5, "drop", "inventory", "orders"),
+        (6, "rename", "inventory", "customers"),
+        (7, "dropDatabase", "inventory", None),
+        (8, "invalidate", None, None),
+    ],
+)
 def test_non_data_events_are_control_changes(
     recorded: list[dict[str, Any]], index: int, operation: str, db: str | None, coll: str | None
 ) -> None:

@@ -6,12 +6,12 @@ import datetime as dt
 import json
 from typing import Any
 
+import bson
 from bson import Decimal128, Int64, ObjectId, Timestamp
 from bson.raw_bson import RawBSONDocument
 from hypothesis import given
 from hypothesis import strategies as st
 
-import bson
 from mongocdc.events.codec import document_to_json, document_to_json_pure, json_to_document, value_to_json
 from mongocdc.events.position import Position
 
@@ -24,9 +24,9 @@ scalars = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
     st.binary(min_size=12, max_size=12).map(ObjectId),
-    st.datetimes(
-        min_value=dt.datetime(1970, 1, 1), max_value=dt.datetime(9999, 1, 1), timezones=st.just(dt.timezone.utc)
-    ).map(lambda d: d.replace(microsecond=(d.microsecond // 1000) * 1000)),
+    st.datetimes(min_value=dt.datetime(1970, 1, 1), max_value=dt.datetime(9999, 1, 1), timezones=st.just(dt.UTC)).map(
+        lambda d: d.replace(microsecond=(d.microsecond // 1000) * 1000)
+    ),
     st.decimals(min_value=-(10**20), max_value=10**20, allow_nan=False, allow_infinity=False, places=3).map(
         lambda d: Decimal128(str(d))
     ),
@@ -50,7 +50,7 @@ def normalise(value: Any) -> Any:
     if isinstance(value, int):
         return int(value)
     if isinstance(value, dt.datetime):
-        return value.astimezone(dt.timezone.utc)
+        return value.astimezone(dt.UTC)
     return value
 
 

@@ -1,0 +1,172 @@
+"""What a configuration property is, and the checks its values go through.
+
+The properties themselves are the fields of ``Settings`` (``settings.py``),
+each declared with ``setting(...)``; ``PROPERTIES`` is collected from them,
+so one field is all a new property needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Literal, get_args
+
+from mongocdc.config.values import ChoiceType, InvalidValueError, ValueType
+
+ENV_PREFIX: Final = "MONGOCDC_"
+
+PROPERTY_METADATA_KEY: Final = "mongocdc.property"
+
+Validator = Callable[[Any], None]
+"""Checks a parsed value; raises ``InvalidValueError`` saying what is accepted."""
+
+CaptureScope = Literal["deployment", "database", "collection"]
+CaptureMode = Literal[
+    "change_streams",
+    "change_streams_update_full",
+    "change_streams_with_pre_image",
+    "change_streams_update_full_with_pre_image",
+]
+SnapshotMode = Literal["initial", "initial_only", "no_data", "when_needed", "always"]
+OffsetStorage = Literal["sqlite", "kafka"]
+
+
+@dataclass(frozen=True)
+class Property:
+    """One configuration property: its Debezium name, type, default and documentation.
+
+    ``doc`` is one line; it is the description column of the README's
+    configuration reference. ``secret`` marks values that carry credentials
+    (they are shown redacted). ``flag`` is the command-line option that sets
+    the property, when there is one.
+    """
+
+    name: str
+    value_type: ValueType
+    default: object
+    doc: str
+    secret: bool = False
+    validator: Validator | None = None
+    flag: str | None = None
+
+    @property
+    def attr(self) -> str:
+        """The ``Settings`` attribute: the name in snake case (``topic.prefix`` → ``topic_prefix``)."""
+        return self.name.replace(".", "_").replace("-", "_")
+
+    @property
+    def env_var(self) -> str:
+        """The environment variable that sets it (``topic.prefix`` → ``MONGOCDC_TOPIC_PREFIX``)."""
+        return env_var_for(self.name)
+
+    def parse(self, raw: object) -> object:
+        """The typed, validated value of ``raw``; ``InvalidValueError`` says what is accepted."""
+        value = self.value_type.parse(raw)
+        if self.validator is not None:
+            self.validator(value)
+        return value
+
+    def render(self, value: object) -> object:
+        """``value`` as a property value, ``None`` when unset."""
+        return None if value is None else self.value_type.render(value)
+
+
+def env_var_for(property_name: str) -> str:
+    """``MONGOCDC_`` + the name upper-cased with dots as underscores (also for ``kafka.*`` pass-through keys)."""
+    return ENV_PREFIX + re.sub(r"[.\-]", "_", property_name).upper()
+
+
+def setting(
+    name: str,
+    value_type: ValueType,
+    default: object,
+    doc: str,
+    *,
+    secret: bool = False,
+    validator: Validator | None = None,
+    flag: str | None = None,
+) -> Any:
+    """Declare a ``Settings`` field as the property ``name`` (the field's default is ``default``)."""
+    prop = Property(name, value_type, default, doc, secret=secret, validator=validator, flag=flag)
+    return dataclasses.field(default=default, metadata={PROPERTY_METADATA_KEY: prop})
+
+
+def choice(literal: object, **aliases: str) -> ChoiceType:
+    """A ``ChoiceType`` accepting the members of a ``Literal`` type (one list of choices for code and config)."""
+    return ChoiceType(tuple(str(arg) for arg in get_args(literal)), aliases)
+
+
+# --- validators ------------------------------------------------------------
+
+TOPIC_PREFIX_PATTERN: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_TOPIC_NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+_KAFKA_TOPIC_MAX: Final = 249
+
+
+def check_topic_prefix(value: str) -> None:
+    if not TOPIC_PREFIX_PATTERN.fullmatch(value):
+        raise InvalidValueError(
+            "expected a name that starts with a letter or '_' and contains only letters, digits, '_', '-' and '.'"
+            f" (pattern {TOPIC_PREFIX_PATTERN.pattern})"
+        )
+    if len(value) > _KAFKA_TOPIC_MAX:
+        raise InvalidValueError(f"expected at most {_KAFKA_TOPIC_MAX} characters (Kafka's topic name limit)")
+
+
+def check_topic_name(value: str) -> None:
+    if not _TOPIC_NAME_PATTERN.fullmatch(value) or value in (".", ".."):
+        raise InvalidValueError(
+            "expected a Kafka topic name: letters, digits, '_', '-' and '.'"
+            f" (pattern {_TOPIC_NAME_PATTERN.pattern}), not '.' or '..'"
+        )
+    if len(value) > _KAFKA_TOPIC_MAX:
+        raise InvalidValueError(f"expected at most {_KAFKA_TOPIC_MAX} characters (Kafka's topic name limit)")
+
+
+def check_connection_string(value: str) -> None:
+    if not value.startswith(("mongodb://", "mongodb+srv://")):
+        raise InvalidValueError(
+            "expected a MongoDB connection string starting with mongodb:// or mongodb+srv://"
+            " (for example mongodb://host1:27017,host2:27017/?replicaSet=rs0)"
+        )
+
+
+def check_bootstrap_servers(value: str) -> None:
+    servers = [server.strip() for server in value.split(",")]
+    if any(not server or any(c.isspace() for c in server) for server in servers):
+        raise InvalidValueError("expected a comma-separated list of host:port without blanks (e.g. k1:9092,k2:9092)")
+
+
+# MongoDB naming restrictions: https://www.mongodb.com/docs/manual/reference/limits/#naming-restrictions
+_DATABASE_NAME_FORBIDDEN: Final = frozenset('/\\. "$*<>:|?\0')
+_DATABASE_NAME_MAX: Final = 63
+
+
+def database_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a MongoDB database name, or ``None`` when it can."""
+    if not name:
+        return "a database name must not be empty"
+    bad = sorted(set(name) & _DATABASE_NAME_FORBIDDEN)
+    if bad:
+        shown = " ".join(repr(c) for c in bad)
+        return f"a database name must not contain {shown}"
+    if len(name.encode()) > _DATABASE_NAME_MAX:
+        return f"a database name has at most {_DATABASE_NAME_MAX} bytes"
+    return None
+
+
+def namespace_problem(namespace: str) -> str | None:
+    """Why ``namespace`` cannot be ``<database>.<collection>``, or ``None`` when it can."""
+    database, dot, collection = namespace.partition(".")
+    if not dot or not collection:
+        return "expected <database>.<collection>"
+    problem = database_name_problem(database)
+    if problem:
+        return problem
+    if "$" in collection or "\0" in collection:
+        return "a collection name must not contain '$'"
+    if collection.startswith("system."):
+        return "system.* collections cannot be captured"
+    return None

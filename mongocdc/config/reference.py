@@ -1,0 +1,44 @@
+"""The configuration reference of the README, rendered from the property registry."""
+
+from __future__ import annotations
+
+from mongocdc.config.settings import KAFKA_PREFIX, PROPERTIES
+from mongocdc.config.values import ChoiceType
+
+
+def render_reference_markdown() -> str:
+    """A Markdown table of every property: name, default and description, in declaration order.
+
+    Choices are listed for enumerated properties; the environment variable of
+    each property is ``MONGOCDC_`` plus the name in upper case with dots as
+    underscores. The last row documents the ``kafka.*`` pass-through.
+    """
+    rows = ["| Property | Default | Description |", "|---|---|---|"]
+    for prop in PROPERTIES.values():
+        description = prop.doc
+        if isinstance(prop.value_type, ChoiceType):
+            choices = ", ".join(f"`{c}`" for c in prop.value_type.choices)
+            aliases = "".join(f" (`{old}` = `{new}`)" for old, new in prop.value_type.aliases.items())
+            description += f" One of {choices}{aliases}."
+        rows.append(f"| `{prop.name}` | {_default(prop.render(prop.default))} | {_cell(description)} |")
+    rows.append(
+        f"| `{KAFKA_PREFIX}*` | | "
+        + _cell(
+            "Any other librdkafka producer property, passed through without the `kafka.` prefix "
+            "(`kafka.security.protocol`, `kafka.sasl.mechanisms`, `kafka.sasl.username`, `kafka.sasl.password`, …)."
+        )
+        + " |"
+    )
+    return "\n".join(rows) + "\n"
+
+
+def _default(value: object) -> str:
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool):
+        return "`true`" if value else "`false`"
+    return f"`{value}`"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")

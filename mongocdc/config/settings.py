@@ -1,0 +1,532 @@
+"""``Settings``: the effective configuration, one typed attribute per property.
+
+The fields of ``Settings`` are the property registry. Each is declared with
+``setting(name, type, default, doc, ...)`` and ``PROPERTIES`` is collected
+from them, so adding a property is adding one field here (the attribute name
+is the property name in snake case; an import-time check keeps them so).
+The README's configuration reference is rendered from the same fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from mongocdc.config.properties import (
+    PROPERTY_METADATA_KEY,
+    CaptureMode,
+    CaptureScope,
+    OffsetStorage,
+    Property,
+    SnapshotMode,
+    check_bootstrap_servers,
+    check_connection_string,
+    check_topic_name,
+    check_topic_prefix,
+    choice,
+    database_name_problem,
+    env_var_for,
+    namespace_problem,
+    setting,
+)
+from mongocdc.config.redaction import redact_value
+from mongocdc.config.values import BoolType, IntType, InvalidValueError, RegexListType, StringType
+from mongocdc.errors import ConfigError
+
+SYSTEM_DATABASES: Final = frozenset({"admin", "config", "local"})
+"""Never captured, whatever the filters say (as in Debezium)."""
+
+KAFKA_PREFIX: Final = "kafka."
+"""Properties under this prefix go to librdkafka without it (``kafka.security.protocol`` → ``security.protocol``)."""
+
+_STRING = StringType()
+_BOOL = BoolType()
+_REGEX_LIST = RegexListType()
+_NON_NEGATIVE = IntType(minimum=0)
+_POSITIVE = IntType(minimum=1)
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class Settings:
+    """Effective mongocdc settings. Build them with ``load_settings``; every instance is valid.
+
+    Attributes are the Debezium property names in snake case, plus
+    ``kafka_client``: the librdkafka configuration (every ``kafka.*``
+    property without the prefix, ``bootstrap.servers`` included).
+    """
+
+    # --- connector -----------------------------------------------------------
+    name: str = setting(
+        "name",
+        _STRING,
+        "mongocdc",
+        "Logical name of the connector; its offsets are stored under it, so connectors sharing an offset store "
+        "need different names.",
+        flag="--name",
+    )
+    mongodb_connection_string: str | None = setting(
+        "mongodb.connection.string",
+        _STRING,
+        None,
+        "MongoDB connection string (`mongodb://…` or `mongodb+srv://…`) of the replica set or mongos router to "
+        "capture; required by capture commands, its password is never printed.",
+        secret=True,
+        validator=check_connection_string,
+        flag="--connection-string",
+    )
+    mongodb_server_selection_timeout_ms: int = setting(
+        "mongodb.server.selection.timeout.ms",
+        _POSITIVE,
+        30000,
+        "Milliseconds the MongoDB driver waits for a suitable server before a connection attempt fails.",
+    )
+    topic_prefix: str | None = setting(
+        "topic.prefix",
+        _STRING,
+        None,
+        "Prefix of every topic name (`<prefix>.<database>.<collection>`) and the logical server name in each "
+        "event's source block; required by capture commands.",
+        validator=check_topic_prefix,
+        flag="--topic-prefix",
+    )
+
+    # --- what is captured ----------------------------------------------------
+    database_include_list: tuple[str, ...] = setting(
+        "database.include.list",
+        _REGEX_LIST,
+        (),
+        "Comma-separated regular expressions matched against whole database names (case-insensitive); only "
+        "matching databases are captured. Exclusive with `database.exclude.list`.",
+    )
+    database_exclude_list: tuple[str, ...] = setting(
+        "database.exclude.list",
+        _REGEX_LIST,
+        (),
+        "Comma-separated regular expressions matched against whole database names (case-insensitive); matching "
+        "databases are not captured. Exclusive with `database.include.list`.",
+    )
+    collection_include_list: tuple[str, ...] = setting(
+        "collection.include.list",
+        _REGEX_LIST,
+        (),
+        "Comma-separated regular expressions matched against whole `<database>.<collection>` names "
+        "(case-insensitive); only matching collections are captured. Exclusive with `collection.exclude.list`.",
+    )
+    collection_exclude_list: tuple[str, ...] = setting(
+        "collection.exclude.list",
+        _REGEX_LIST,
+        (),
+        "Comma-separated regular expressions matched against whole `<database>.<collection>` names "
+        "(case-insensitive); matching collections are not captured. Exclusive with `collection.include.list`.",
+    )
+    capture_scope: CaptureScope = setting(
+        "capture.scope",
+        choice(CaptureScope),
+        "deployment",
+        "What the change stream watches: the whole `deployment`, or the one `database` or `collection` named by "
+        "`capture.target`.",
+    )
+    capture_target: str | None = setting(
+        "capture.target",
+        _STRING,
+        None,
+        "The database (`inventory`) or collection (`inventory.orders`) to watch; required when `capture.scope` "
+        "is `database` or `collection`, not allowed otherwise.",
+    )
+    capture_mode: CaptureMode = setting(
+        "capture.mode",
+        choice(CaptureMode),
+        "change_streams_update_full",
+        "What update events carry: the changed fields only (`change_streams`), also the full document looked up "
+        "after the update (`…_update_full`), and the document before the change (`…_with_pre_image`, needs "
+        "pre-images enabled on the collections).",
+    )
+    snapshot_mode: SnapshotMode = setting(
+        "snapshot.mode",
+        choice(SnapshotMode, never="no_data"),
+        "initial",
+        "When existing documents are snapshotted: `initial` (when no offsets exist, then stream), `initial_only` "
+        "(then stop), `no_data` or `never` (stream only), `when_needed` (also when the resume position is lost), "
+        "`always` (on every start).",
+    )
+
+    # --- Kafka ---------------------------------------------------------------
+    kafka_bootstrap_servers: str = setting(
+        "kafka.bootstrap.servers",
+        _STRING,
+        "localhost:9092",
+        "Comma-separated `host:port` list of Kafka brokers. Every other `kafka.*` property goes to librdkafka "
+        "without the prefix (`kafka.security.protocol`, `kafka.sasl.username`, …).",
+        validator=check_bootstrap_servers,
+        flag="--bootstrap-servers",
+    )
+    tombstones_on_delete: bool = setting(
+        "tombstones.on.delete",
+        _BOOL,
+        True,
+        "Follow each delete event with a tombstone (a null value for the key) so log compaction can drop the key.",
+    )
+    schemas_enable: bool = setting(
+        "schemas.enable",
+        _BOOL,
+        False,
+        'Wrap keys and values in the Kafka Connect JSON envelope `{"schema": …, "payload": …}`, like '
+        "JsonConverter with `schemas.enable=true`.",
+    )
+    max_batch_size: int = setting(
+        "max.batch.size",
+        _POSITIVE,
+        2048,
+        "Maximum number of change events read from MongoDB and handed to Kafka in one batch.",
+    )
+    poll_interval_ms: int = setting(
+        "poll.interval.ms",
+        _POSITIVE,
+        500,
+        "Milliseconds one change-stream poll waits for new events before returning an empty batch.",
+    )
+
+    # --- offsets -------------------------------------------------------------
+    offset_storage: OffsetStorage = setting(
+        "offset.storage",
+        choice(OffsetStorage),
+        "sqlite",
+        "Where committed offsets are kept: `sqlite` (a local file, `offset.storage.file.filename`) or `kafka` "
+        "(a compacted topic, `offset.storage.topic`).",
+    )
+    offset_storage_file_filename: str = setting(
+        "offset.storage.file.filename",
+        _STRING,
+        "mongocdc-offsets.db",
+        "Path of the SQLite offset database when `offset.storage` is `sqlite`.",
+    )
+    offset_storage_topic: str = setting(
+        "offset.storage.topic",
+        _STRING,
+        "mongocdc-offsets",
+        "Compacted Kafka topic holding the offsets when `offset.storage` is `kafka`.",
+        validator=check_topic_name,
+    )
+    offset_flush_interval_ms: int = setting(
+        "offset.flush.interval.ms",
+        _POSITIVE,
+        60000,
+        "Milliseconds between offset commits; offsets are also committed on graceful stop, and only up to events "
+        "Kafka has acknowledged.",
+    )
+
+    # --- connection retries --------------------------------------------------
+    connect_backoff_initial_delay_ms: int = setting(
+        "connect.backoff.initial.delay.ms",
+        _POSITIVE,
+        1000,
+        "Milliseconds before the first retry of a failed MongoDB or Kafka connection; the delay doubles on each retry.",
+    )
+    connect_backoff_max_delay_ms: int = setting(
+        "connect.backoff.max.delay.ms",
+        _POSITIVE,
+        120000,
+        "Upper bound in milliseconds of the delay between connection retries.",
+    )
+    connect_max_attempts: int = setting(
+        "connect.max.attempts",
+        _POSITIVE,
+        16,
+        "Connection attempts before mongocdc gives up and exits with code 4.",
+    )
+
+    # --- heartbeats and transactions -----------------------------------------
+    heartbeat_interval_ms: int = setting(
+        "heartbeat.interval.ms",
+        _NON_NEGATIVE,
+        0,
+        "Milliseconds between heartbeat messages, which keep offsets moving while the captured collections are "
+        "quiet; 0 disables heartbeats.",
+    )
+    topic_heartbeat_prefix: str = setting(
+        "topic.heartbeat.prefix",
+        _STRING,
+        "__debezium-heartbeat",
+        "Prefix of the heartbeat topic, which is named `<topic.heartbeat.prefix>.<topic.prefix>`.",
+        validator=check_topic_name,
+    )
+    provide_transaction_metadata: bool = setting(
+        "provide.transaction.metadata",
+        _BOOL,
+        False,
+        "Add a transaction block to events written in a multi-document transaction and emit BEGIN and END "
+        "markers to the transaction topic.",
+    )
+    topic_transaction: str = setting(
+        "topic.transaction",
+        _STRING,
+        "transaction",
+        "Suffix of the transaction metadata topic, which is named `<topic.prefix>.<topic.transaction>`.",
+        validator=check_topic_name,
+    )
+
+    # --- not properties --------------------------------------------------------
+    kafka_client: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    _filters: _NamespaceFilter = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        client = {key: str(value) for key, value in self.kafka_client.items()}
+        client["bootstrap.servers"] = self.kafka_bootstrap_servers
+        object.__setattr__(self, "kafka_client", FrozenMapping(client))
+        problems = [
+            problem
+            for prop in PROPERTIES.values()
+            if (problem := value_problem(prop, getattr(self, prop.attr))) is not None
+        ]
+        values = {name: getattr(self, prop.attr) for name, prop in PROPERTIES.items()}
+        problems += consistency_problems(values)
+        if problems:
+            raise config_error(problems)
+        object.__setattr__(self, "_filters", _NamespaceFilter(self))
+
+    def get(self, property_name: str) -> object:
+        """The value of a property by its name (``topic.prefix``); ``None`` for an unset ``kafka.*`` key.
+
+        Unknown names raise ``ConfigError`` with the closest known name.
+        """
+        prop = PROPERTIES.get(property_name)
+        if prop is not None:
+            return getattr(self, prop.attr)
+        if property_name.startswith(KAFKA_PREFIX) and len(property_name) > len(KAFKA_PREFIX):
+            return self.kafka_client.get(property_name[len(KAFKA_PREFIX) :])
+        raise ConfigError(f"unknown property {property_name!r}{did_you_mean(property_name, PROPERTIES)}")
+
+    def require(self, property_name: str, *also: str) -> str:
+        """The value of ``property_name``, which must be set.
+
+        Raises ``ConfigError`` naming every one of ``property_name`` and
+        ``also`` that is unset, with the config-file key, environment variable
+        and flag that set it. Only properties without a default can be unset.
+        """
+        missing = [name for name in (property_name, *also) if self.get(name) is None]
+        if missing:
+            lines = [_how_to_set(name) for name in missing]
+            if len(lines) == 1:
+                raise ConfigError(f"{missing[0]} is required by this command but is not set", hint=lines[0])
+            raise ConfigError(
+                "these properties are required by this command but are not set: " + ", ".join(missing),
+                hint="\n".join(lines),
+            )
+        return str(self.get(property_name))
+
+    def as_properties(self, redact: bool = True) -> dict[str, object]:
+        """Every effective setting by property name, sorted, ``kafka.*`` pass-through keys included.
+
+        Regular-expression lists are comma-separated strings, unset properties
+        ``None``. With ``redact`` (the default) secrets are replaced by
+        ``********``; without it, the result fed back to ``load_settings`` as
+        overrides gives an equal ``Settings``.
+        """
+        shown: dict[str, object] = {}
+        for name, prop in PROPERTIES.items():
+            value = prop.render(getattr(self, prop.attr))
+            shown[name] = redact_value(name, value, secret=prop.secret) if redact else value
+        for key, value in self.kafka_client.items():
+            name = KAFKA_PREFIX + key
+            if name not in PROPERTIES:
+                shown[name] = redact_value(name, value) if redact else value
+        return dict(sorted(shown.items()))
+
+    def is_database_included(self, db: str) -> bool:
+        """Whether database ``db`` is captured: not a system database, within ``capture.target``, filters passed."""
+        return self._filters.database(db)
+
+    def is_collection_included(self, db: str, coll: str) -> bool:
+        """Whether ``db.coll`` is captured: its database is, it is not ``system.*``, it passes the filters."""
+        return self._filters.collection(db, coll)
+
+    def __repr__(self) -> str:
+        fields = []
+        for prop in PROPERTIES.values():
+            value = getattr(self, prop.attr)
+            if isinstance(value, str):
+                value = redact_value(prop.name, value, secret=prop.secret)
+            fields.append(f"{prop.attr}={value!r}")
+        client = {key: redact_value(KAFKA_PREFIX + key, value) for key, value in self.kafka_client.items()}
+        fields.append(f"kafka_client={client!r}")
+        return f"Settings({', '.join(fields)})"
+
+
+class FrozenMapping(Mapping[str, str]):
+    """A read-only, hashable ``str → str`` mapping (``Settings.kafka_client``)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, str]) -> None:
+        self._data = dict(sorted(data.items()))
+
+    def __getitem__(self, key: str) -> str:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._data.items()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._data == dict(other.items())
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+
+class _NamespaceFilter:
+    """The capture filters of one ``Settings``, patterns compiled once."""
+
+    def __init__(self, settings: Settings) -> None:
+        def compile_all(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+            return tuple(re.compile(pattern, re.IGNORECASE) for pattern in patterns)
+
+        self._scope = settings.capture_scope
+        self._target = settings.capture_target or ""
+        self._target_db = self._target.partition(".")[0]
+        self._db_include = compile_all(settings.database_include_list)
+        self._db_exclude = compile_all(settings.database_exclude_list)
+        self._coll_include = compile_all(settings.collection_include_list)
+        self._coll_exclude = compile_all(settings.collection_exclude_list)
+
+    def database(self, db: str) -> bool:
+        if db in SYSTEM_DATABASES:
+            return False
+        if self._scope != "deployment" and db != self._target_db:
+            return False
+        return _passes(db, self._db_include, self._db_exclude)
+
+    def collection(self, db: str, coll: str) -> bool:
+        if not self.database(db) or coll.startswith("system."):
+            return False
+        namespace = f"{db}.{coll}"
+        if self._scope == "collection" and namespace != self._target:
+            return False
+        return _passes(namespace, self._coll_include, self._coll_exclude)
+
+
+def _passes(name: str, include: tuple[re.Pattern[str], ...], exclude: tuple[re.Pattern[str], ...]) -> bool:
+    if include:
+        return any(pattern.fullmatch(name) for pattern in include)
+    return not any(pattern.fullmatch(name) for pattern in exclude)
+
+
+def _collect_properties() -> Mapping[str, Property]:
+    registry: dict[str, Property] = {}
+    for field in dataclasses.fields(Settings):
+        prop = field.metadata.get(PROPERTY_METADATA_KEY)
+        if not isinstance(prop, Property):
+            continue
+        if field.name != prop.attr:
+            raise RuntimeError(f"Settings.{field.name} declares {prop.name!r}; name the field {prop.attr}")
+        registry[prop.name] = prop
+    return MappingProxyType(registry)
+
+
+PROPERTIES: Final[Mapping[str, Property]] = _collect_properties()
+"""Every property by name, in declaration order (the order of the configuration reference)."""
+
+
+# --- problems: one line each, aggregated into one ConfigError -----------------
+
+
+def value_problem(prop: Property, value: object, origin: str | None = None) -> str | None:
+    """Why ``value`` is not acceptable for ``prop`` (naming key, value and what is accepted), or ``None``."""
+    if value is None and prop.default is None:
+        return None
+    try:
+        prop.parse(value)
+    except InvalidValueError as exc:
+        return describe_invalid(prop.name, value, str(exc), origin, secret=prop.secret)
+    return None
+
+
+def describe_invalid(name: str, value: object, reason: str, origin: str | None, *, secret: bool = False) -> str:
+    """``name: invalid value 'v' from <origin>: <reason>`` with the value redacted when it is a secret."""
+    shown = redact_value(name, value, secret=secret)
+    source = f" from {origin}" if origin else ""
+    return f"{name}: invalid value {shown!r}{source}: {reason}"
+
+
+def consistency_problems(values: Mapping[str, object]) -> list[str]:
+    """Rules that involve several properties. ``values`` holds the properties known to be valid, by name.
+
+    A rule whose properties are not all in ``values`` is skipped, so one bad
+    value does not cause a second, misleading message.
+    """
+    problems: list[str] = []
+    for kind in ("database", "collection"):
+        include, exclude = f"{kind}.include.list", f"{kind}.exclude.list"
+        if values.get(include) and values.get(exclude):
+            problems.append(
+                f"{include} and {exclude} are both set; they are mutually exclusive (as in Debezium): keep one"
+            )
+    if "capture.scope" in values and "capture.target" in values:
+        problem = _capture_target_problem(values["capture.scope"], values["capture.target"])
+        if problem:
+            problems.append(problem)
+    initial, maximum = "connect.backoff.initial.delay.ms", "connect.backoff.max.delay.ms"
+    first, most = values.get(initial), values.get(maximum)
+    if isinstance(first, int) and isinstance(most, int) and most < first:
+        problems.append(f"{maximum} ({most}) is smaller than {initial} ({first}); it must be at least as large")
+    return problems
+
+
+def _capture_target_problem(scope: object, target: object) -> str | None:
+    if scope == "deployment":
+        if target is None:
+            return None
+        return (
+            f"capture.target is set to {target!r} but capture.scope is deployment, which captures every database; "
+            "set capture.scope to database or collection, or remove capture.target"
+        )
+    example = "inventory" if scope == "database" else "inventory.orders"
+    what = "database" if scope == "database" else "<database>.<collection>"
+    if target is None:
+        return (
+            f"capture.target is required when capture.scope is {scope}: set it to the {what} to capture "
+            f"(for example capture.target: {example})"
+        )
+    text = str(target)
+    reason = database_name_problem(text) if scope == "database" else namespace_problem(text)
+    if reason is None:
+        return None
+    return f"capture.target: invalid value {text!r} for capture.scope {scope}: {reason} (for example {example})"
+
+
+def config_error(problems: list[str]) -> ConfigError:
+    """One ``ConfigError`` listing every problem on its own line."""
+    hint = (
+        "Each problem names the property and where its value came from (config file, MONGOCDC_* variable or "
+        "flag); fix them all, then check with `mongocdc config validate`."
+    )
+    if len(problems) == 1:
+        return ConfigError(f"invalid configuration: {problems[0]}", hint=hint)
+    listed = "\n".join(f"  - {problem}" for problem in problems)
+    return ConfigError(f"invalid configuration ({len(problems)} problems):\n{listed}", hint=hint)
+
+
+def did_you_mean(name: str, candidates: Mapping[str, object] | list[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``candidates``, or ``""``."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _how_to_set(name: str) -> str:
+    prop = PROPERTIES.get(name)
+    ways = [f"the config file ({name}: <value>)", f"the environment variable {env_var_for(name)}"]
+    if prop is not None and prop.flag:
+        ways.append(f"the {prop.flag} flag")
+    return f"Set {name} in " + ", ".join(ways[:-1]) + f" or {ways[-1]}."

@@ -1,0 +1,173 @@
+"""The command line: exit codes, error messages, help text, redaction, generated docs (no services)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+import pytest
+import typer
+
+from mongocdc.cli import docs
+from mongocdc.cli.main import app, run
+from mongocdc.errors import ExitCode
+
+REPO = Path(__file__).resolve().parents[3]
+GROUPS = [
+    "discover",
+    "snapshot",
+    "stream",
+    "signal",
+    "offsets",
+    "failover",
+    "replicate",
+    "topic",
+    "spark",
+    "config",
+    "version",
+]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for key in list(os.environ):
+        if key.startswith("MONGOCDC_") and not key.startswith("MONGOCDC_TEST_"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_help_lists_every_command_group(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["--help"]) == ExitCode.OK
+    out = capsys.readouterr().out
+    for group in GROUPS:
+        assert f"  {group} " in out or f"  {group}\n" in out, group
+
+
+def test_version_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    from mongocdc import __version__
+
+    assert run(["version"]) == ExitCode.OK
+    assert capsys.readouterr().out == f"mongocdc {__version__}\n"
+
+
+def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["no-such-command"]) == ExitCode.USAGE
+    assert "No such command" in capsys.readouterr().err
+    assert run(["offsets", "show", "--output", "xml"]) == ExitCode.USAGE
+
+
+def test_invalid_configuration_exits_3_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("topic.prefix: '9bad prefix'\ntombstone.on.delete: false\n")
+    assert run(["--config", str(config), "config", "validate"]) == ExitCode.CONFIG
+    err = capsys.readouterr().err
+    assert err.startswith("error: ")
+    assert "topic.prefix" in err and "9bad prefix" in err
+    assert "tombstone.on.delete" in err and "tombstones.on.delete" in err  # the closest known name
+
+
+def test_missing_config_file_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["--config", str(tmp_path / "absent.yaml"), "config", "show"]) == ExitCode.CONFIG
+    assert "absent.yaml" in capsys.readouterr().err
+
+
+def test_stream_requires_a_topic_prefix(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["stream", "--connection-string", "mongodb://127.0.0.1:1/"]) == ExitCode.CONFIG
+    assert "topic.prefix" in capsys.readouterr().err
+
+
+def test_unreachable_mongodb_exits_4_naming_the_host(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MONGOCDC_CONNECT_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("MONGOCDC_CONNECT_BACKOFF_INITIAL_DELAY_MS", "10")
+    monkeypatch.setenv("MONGOCDC_MONGODB_SERVER_SELECTION_TIMEOUT_MS", "200")
+    code = run(["discover", "--connection-string", "mongodb://u:hunter2@127.0.0.1:9/?directConnection=true"])
+    err = capsys.readouterr().err
+    assert code == ExitCode.UNREACHABLE
+    assert "127.0.0.1:9" in err and "after 2 attempts" in err
+    assert "attempt 1 of 2" in err and "retrying in 0.0 s" in err  # the retry is logged with its delay
+    assert "hunter2" not in err
+
+
+def test_not_implemented_commands_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (
+        ["snapshot"],
+        ["replicate"],
+        ["signal", "send"],
+        ["failover", "translate"],
+        ["spark", "run"],
+        ["offsets", "reset"],
+    ):
+        assert run(argv) == ExitCode.UNEXPECTED
+        err = capsys.readouterr().err
+        assert err == f"error: `mongocdc {' '.join(argv)}` is not implemented yet\n"
+
+
+def test_unexpected_error_exits_1_without_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("secret mongodb://u:pw@h/ inside")
+
+    monkeypatch.setattr("mongocdc.cli.state.load_settings", boom)
+    assert run(["config", "show"]) == ExitCode.UNEXPECTED
+    err = capsys.readouterr().err
+    assert "unexpected ZeroDivisionError" in err and "report it" in err
+    assert "Traceback" not in err and "pw@" not in err
+    with pytest.raises(ZeroDivisionError):
+        run(["--traceback", "config", "show"])
+
+
+def test_config_show_redacts_secrets_and_honours_precedence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "mongodb:\n  connection.string: mongodb://app:s3cret@db1:27017/?replicaSet=rs0\n"
+        "topic.prefix: fromfile\nkafka.sasl.password: kafkapw\nname: fromfile\n"
+    )
+    monkeypatch.setenv("MONGOCDC_TOPIC_PREFIX", "fromenv")
+    monkeypatch.setenv("MONGOCDC_NAME", "fromenv")
+    assert run(["--config", str(config), "config", "show", "--output", "json", "--name", "fromflag"]) == 0
+    out = capsys.readouterr().out
+    assert "s3cret" not in out and "kafkapw" not in out
+    shown = json.loads(out)
+    assert shown["mongodb.connection.string"].startswith("mongodb://app:")
+    assert shown["topic.prefix"] == "fromenv"
+    assert shown["name"] == "fromflag"
+
+
+def test_offsets_show_on_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "o.db"
+    assert run(["offsets", "show", "--offsets", f"sqlite:{store}", "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_every_command_and_option_has_help_text() -> None:
+    root = typer.main.get_command(app)
+    missing = []
+    for node in docs.walk(root):
+        if not (node.command.help or node.command.short_help):
+            missing.append(node.name or "mongocdc")
+        for param in node.command.params:
+            if isinstance(param, click.Option) and not param.help:
+                missing.append(f"{node.name} {param.opts[0]}")
+            if isinstance(param, click.Argument) and not getattr(param, "help", None):
+                missing.append(f"{node.name} {param.name}")
+    assert missing == []
+
+
+def test_generated_docs_are_fresh() -> None:
+    stale = docs.stale(REPO)
+    assert stale == [], "run `python -m mongocdc.cli.docs` and commit the result"
+
+
+def test_completions_and_man_page_name_every_command() -> None:
+    bash = (REPO / "completions" / "mongocdc.bash").read_text()
+    man = (REPO / "man" / "mongocdc.1").read_text()
+    for group in GROUPS:
+        assert group in bash and group in man
+    assert "\\-\\-max\\-messages" in man and "--max-messages" in bash

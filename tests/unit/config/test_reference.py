@@ -1,0 +1,69 @@
+"""The README configuration reference and the registry it is rendered from."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mongocdc.config import ENV_VARS, PROPERTIES, Settings, render_reference_markdown
+from mongocdc.config.values import ChoiceType
+
+
+def test_reference_has_one_row_per_property_and_the_kafka_passthrough() -> None:
+    table = render_reference_markdown()
+    lines = table.strip().splitlines()
+    assert lines[0] == "| Property | Default | Description |"
+    assert lines[1] == "|---|---|---|"
+    rows = lines[2:]
+    assert len(rows) == len(PROPERTIES) + 1
+    for row, name in zip(rows, PROPERTIES, strict=False):
+        assert row.startswith(f"| `{name}` |")
+        assert row.count(" | ") == 2  # no unescaped pipe inside a cell
+    assert rows[-1].startswith("| `kafka.*` |")
+
+
+def test_reference_shows_defaults_and_choices() -> None:
+    table = render_reference_markdown()
+    assert "| `max.batch.size` | `2048` |" in table
+    assert "| `tombstones.on.delete` | `true` |" in table
+    assert "| `topic.prefix` | — |" in table
+    assert "`when_needed`, `always` (`never` = `no_data`)." in table
+
+
+def test_every_property_is_a_settings_field_with_a_good_doc() -> None:
+    attrs = {field.name for field in dataclasses.fields(Settings)}
+    for name, prop in PROPERTIES.items():
+        assert prop.attr in attrs
+        assert prop.attr == name.replace(".", "_")
+        assert prop.doc.strip() == prop.doc
+        assert "\n" not in prop.doc
+        assert prop.doc.endswith("."), name
+        assert len(prop.doc) >= 40, name
+
+
+def test_every_default_is_valid_and_renders_back() -> None:
+    for name, prop in PROPERTIES.items():
+        if prop.default is None:
+            continue
+        assert prop.parse(prop.default) == prop.default, name
+        assert prop.parse(prop.render(prop.default)) == prop.default, name
+        if isinstance(prop.value_type, ChoiceType):
+            assert prop.default in prop.value_type.choices
+
+
+def test_environment_variables_are_unique_and_derived_from_names() -> None:
+    assert len(ENV_VARS) == len(PROPERTIES)
+    for var, name in ENV_VARS.items():
+        assert var == "MONGOCDC_" + name.replace(".", "_").upper()
+
+
+def test_debezium_defaults() -> None:
+    defaults = {name: prop.default for name, prop in PROPERTIES.items()}
+    assert defaults["capture.scope"] == "deployment"
+    assert defaults["capture.mode"] == "change_streams_update_full"
+    assert defaults["snapshot.mode"] == "initial"
+    assert defaults["connect.backoff.initial.delay.ms"] == 1000
+    assert defaults["connect.backoff.max.delay.ms"] == 120000
+    assert defaults["connect.max.attempts"] == 16
+    assert defaults["topic.heartbeat.prefix"] == "__debezium-heartbeat"
+    assert defaults["topic.transaction"] == "transaction"
+    assert defaults["tombstones.on.delete"] is True
