@@ -149,6 +149,8 @@ class StreamingTask:
         self.source.open(start)
         try:
             opened_at = self.source.position
+            if opened_at is not None:
+                log.info("change stream open at sec=%d ord=%d", opened_at.sec, opened_at.ord)
             if opened_at is not None and start is None:
                 # Remember where streaming began, so changes made while stopped are not missed.
                 self._tracker.add_position(opened_at)

@@ -78,7 +78,7 @@ def test_change_event_wall_time_is_datetime(db: Database[Doc]) -> None:
         event = next_change(stream)
     wall_time = event.get("wallTime")
     assert isinstance(wall_time, datetime.datetime), event
-    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
     assert abs((wall_time.replace(tzinfo=None) - now).total_seconds()) < 300
 
 
@@ -92,7 +92,7 @@ def test_events_have_increasing_cluster_time(db: Database[Doc]) -> None:
     assert [key_of(event) for event in events] == list(range(6))
     times = [event["clusterTime"] for event in events]
     assert all(isinstance(value, Timestamp) for value in times), times
-    assert all(earlier < later for earlier, later in zip(times, times[1:])), times
+    assert all(earlier < later for earlier, later in zip(times, times[1:], strict=False)), times
 
 
 def test_document_key_keeps_bson_type_of_id(db: Database[Doc]) -> None:
@@ -307,9 +307,7 @@ def test_start_after_token_replays_later_events(db: Database[Doc]) -> None:
     assert [key_of(event) for event in events] == ["b", "c"]
 
 
-def test_start_at_operation_time_includes_that_operation(
-    client: pymongo.MongoClient[Doc], db: Database[Doc]
-) -> None:
+def test_start_at_operation_time_includes_that_operation(client: pymongo.MongoClient[Doc], db: Database[Doc]) -> None:
     """start_at_operation_time = a write's operationTime delivers that write and the later ones."""
     coll = db["c"]
     coll.insert_one({"_id": "before"})
@@ -338,14 +336,19 @@ def test_post_batch_resume_token_on_idle_stream(db: Database[Doc]) -> None:
 
 
 def test_resume_token_outside_history_fails_with_history_error(db: Database[Doc]) -> None:
-    """Resuming from a well-formed token older than the oplog fails with 286 ChangeStreamHistoryLost (or 260 InvalidResumeToken)."""
+    """Resuming from a mongod-format token older than the oplog fails with 286 ChangeStreamHistoryLost (or 260).
+
+    The token is a v1 high-water-mark token (KeyString: Timestamp(1, 1), version 1,
+    tokenType 0, txnOpIndex 0, fromInvalidate false), long before any oplog entry.
+    """
     coll = db["c"]
     coll.insert_one({"_id": 1})
-    # A v1 high-water-mark token for Timestamp(1, 1) (1970): long before any oplog entry.
     ancient = {"_data": "82" + "00000001" + "00000001" + "2B0229296E04"}
-    with pytest.raises(OperationFailure) as failure:
-        with coll.watch(resume_after=ancient, max_await_time_ms=POLL_AWAIT_MS) as stream:
-            next_change(stream, timeout=5)
+    with (
+        pytest.raises(OperationFailure) as failure,
+        coll.watch(resume_after=ancient, max_await_time_ms=POLL_AWAIT_MS) as stream,
+    ):
+        next_change(stream, timeout=5)
     assert failure.value.code in (260, 286), failure.value.details
 
 
@@ -353,9 +356,11 @@ def test_garbage_resume_token_is_rejected(db: Database[Doc]) -> None:
     """A resume token that is not a token at all is refused, not silently read as 'now'."""
     coll = db["c"]
     coll.insert_one({"_id": 1})
-    with pytest.raises(OperationFailure):
-        with coll.watch(resume_after={"_data": "not-a-resume-token"}, max_await_time_ms=POLL_AWAIT_MS) as stream:
-            next_change(stream, timeout=5)
+    with (
+        pytest.raises(OperationFailure),
+        coll.watch(resume_after={"_data": "not-a-resume-token"}, max_await_time_ms=POLL_AWAIT_MS) as stream,
+    ):
+        next_change(stream, timeout=5)
 
 
 def test_data_survives_server_restart(server_factory: Callable[[], MongoServer]) -> None:

@@ -50,7 +50,10 @@ def test_id_sort_mixed_numeric_types(db: Database[Doc]) -> None:
 
 
 def test_id_sort_bson_cross_type_order(db: Database[Doc]) -> None:
-    """Sorting on _id follows BSON type order: null < numbers < strings < objects < binData < ObjectId < bool < date < timestamp."""
+    """Sorting on _id follows BSON type order.
+
+    null < numbers < strings < objects < binData < ObjectId < bool < date < timestamp.
+    """
     ordered: list[Any] = [
         None,
         -5,
@@ -64,12 +67,14 @@ def test_id_sort_bson_cross_type_order(db: Database[Doc]) -> None:
         ObjectId("ffffffffffffffffffffffff"),
         False,
         True,
-        datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc),
+        datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC),
         Timestamp(5, 1),
     ]
     _insert_shuffled(db, ordered)
     got = _ids(db)
-    normalized = [value.replace(tzinfo=datetime.timezone.utc) if isinstance(value, datetime.datetime) else value for value in got]
+    normalized = [
+        value.replace(tzinfo=datetime.UTC) if isinstance(value, datetime.datetime) else value for value in got
+    ]
     assert normalized == ordered
     assert [type(value) for value in normalized] == [type(value) for value in ordered]
 

@@ -49,15 +49,15 @@ def test_transaction_commit_delivers_all_events(client: pymongo.MongoClient[Doc]
     """Every write of a transaction spanning two collections is delivered, in order, once committed."""
     _prepare(db)
     marker = _marker()
-    with db["a"].watch(max_await_time_ms=POLL_AWAIT_MS) as stream_a, db["b"].watch(
-        max_await_time_ms=POLL_AWAIT_MS
-    ) as stream_b:
-        with client.start_session() as session:
-            with session.start_transaction():
-                db["a"].insert_one({"_id": 1, "v": 1}, session=session)
-                db["b"].insert_one({"_id": 2}, session=session)
-                db["a"].update_one({"_id": 1}, {"$set": {"v": 2}}, session=session)
-                db["b"].delete_one({"_id": 2}, session=session)
+    with (
+        db["a"].watch(max_await_time_ms=POLL_AWAIT_MS) as stream_a,
+        db["b"].watch(max_await_time_ms=POLL_AWAIT_MS) as stream_b,
+    ):
+        with client.start_session() as session, session.start_transaction():
+            db["a"].insert_one({"_id": 1, "v": 1}, session=session)
+            db["b"].insert_one({"_id": 2}, session=session)
+            db["a"].update_one({"_id": 1}, {"$set": {"v": 2}}, session=session)
+            db["b"].delete_one({"_id": 2}, session=session)
         db["a"].insert_one({"_id": marker})
         db["b"].insert_one({"_id": marker})
         events_a = changes_until(stream_a, is_marker(marker))

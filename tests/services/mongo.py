@@ -21,7 +21,7 @@ candidate has one class here with the same interface:
 faithful one according to ``tests/contract``; see ``tests/README.md``).
 
 ``python -m tests.services.mongo [NAME]`` installs and starts a server, prints
-its URI on one line and runs until SIGTERM/SIGINT.
+its URI on one line and runs until SIGTERM/SIGINT; ``--install`` only installs.
 """
 
 from __future__ import annotations
@@ -641,10 +641,18 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tests.services.mongo",
         description="Start a MongoDB wire-protocol server for mongocdc, print its URI, run until SIGTERM/SIGINT.",
     )
-    parser.add_argument("name", nargs="?", choices=sorted(CANDIDATES), help=f"candidate (default: ${SERVER_ENV} or {DEFAULT_SERVER})")
+    parser.add_argument(
+        "name", nargs="?", choices=sorted(CANDIDATES), help=f"candidate (default: ${SERVER_ENV} or {DEFAULT_SERVER})"
+    )
     parser.add_argument("--port", type=int, default=None, help="loopback port (default: a free one)")
     parser.add_argument("--data-dir", type=Path, default=None, help="keep data here (default: a temporary directory)")
+    parser.add_argument("--install", action="store_true", help="only install the candidate (idempotent), then exit")
     args = parser.parse_args(argv)
+    cls = server_class(args.name)
+    if args.install:
+        cls.ensure_installed()
+        print(f"{cls.name} {cls.installed_version()}", flush=True)
+        return 0
 
     stop_requested = threading.Event()
 
@@ -653,7 +661,6 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    cls = server_class(args.name)
     server = cls(data_dir=args.data_dir, port=args.port)
     server.start()
     try:

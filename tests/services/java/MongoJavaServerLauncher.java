@@ -1,12 +1,12 @@
 // Launcher for de.bwaldvogel:mongo-java-server used by mongocdc's tests (tests/services/mongo.py).
 //
 // mongo-java-server is a library without a main class.  This file starts it on a loopback
-// port with the oplog enabled (that is what makes $changeStream work) and, because pymongo only
-// opens change streams and transactions against a replica set or mongos, it decorates the
+// port with the oplog enabled (that is what makes $changeStream work) and, because mongocdc and
+// its tests connect with a replicaSet= URI (as to a real deployment), it decorates the
 // hello/isMaster reply with single-member replica-set fields (setName, hosts, primary, me, ...),
 // answers "hello" (which 1.47.0 lacks) like "isMaster", adds "operationTime" to command replies
 // (pymongo needs it to open a change stream), and reports wire version 13 for the
-// emulated MongoDB 5.0 (1.47.0 says 8, which pymongo >= 4.14 refuses).  Nothing else about the
+// emulated MongoDB 5.0 (1.47.0 says 8, which pymongo 4.20 refuses: it needs >= 9).  Nothing else about the
 // server's behaviour is changed.
 //
 // Usage: java -cp 'lib/*:classes' MongoJavaServerLauncher
@@ -107,7 +107,7 @@ public final class MongoJavaServerLauncher {
     }
 
     /**
-     * mongo-java-server 1.47.0 pairs its "5.0" version with wire version 8, which pymongo >= 4.14
+     * mongo-java-server 1.47.0 pairs its "5.0" version with wire version 8, which pymongo 4.20
      * refuses (it needs >= 9).  Report MongoDB 5.0's real wire version, 13.
      */
     static final class Mongo50 implements MongoVersion {

@@ -1,0 +1,51 @@
+"""Session-wide real services: one Kafka broker and one MongoDB server per test run.
+
+``MONGOCDC_TEST_KAFKA_BOOTSTRAP`` and ``MONGOCDC_TEST_MONGODB_URI`` point the suite at
+existing services instead (a real replica set, a real Kafka cluster).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+KAFKA_ENV = "MONGOCDC_TEST_KAFKA_BOOTSTRAP"
+MONGO_ENV = "MONGOCDC_TEST_MONGODB_URI"
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """Bootstrap address of a real Kafka broker (3 partitions per auto-created topic)."""
+    existing = os.environ.get(KAFKA_ENV)
+    if existing:
+        yield existing
+        return
+    from tests.services.kafka import KafkaBroker
+
+    with KafkaBroker(num_partitions=3) as broker:
+        yield broker.bootstrap
+
+
+@pytest.fixture(scope="session")
+def mongo_server_name() -> str:
+    """Which MongoDB the suite runs against: ``real`` or the test server's name."""
+    if os.environ.get(MONGO_ENV):
+        return "real"
+    from tests.services.mongo import selected_server_name
+
+    return selected_server_name()
+
+
+@pytest.fixture(scope="session")
+def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Connection string of a MongoDB replica set (real, or the default test server)."""
+    existing = os.environ.get(MONGO_ENV)
+    if existing:
+        yield existing
+        return
+    from tests.services.mongo import start_default_server
+
+    with start_default_server(data_dir=tmp_path_factory.mktemp("mongo")) as server:
+        yield server.uri

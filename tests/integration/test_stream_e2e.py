@@ -1,0 +1,210 @@
+"""End to end: MongoDB test server → `mongocdc stream` → real Kafka broker, stop with SIGTERM, resume."""
+
+from __future__ import annotations
+
+import json
+import signal
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bson import ObjectId, json_util
+from pymongo import MongoClient
+
+from mongocdc import __version__
+from tests.integration.helpers import CliProcess, decode, murmur2_partition, read_topic, run_cli, wait_until
+
+pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
+
+PARTITIONS = 3
+
+
+def write_config(tmp_path: Path, mongo_uri: str, bootstrap: str, db: str, prefix: str, **extra: Any) -> Path:
+    config = tmp_path / "mongocdc.yaml"
+    properties: dict[str, Any] = {
+        "name": f"it-{prefix}",
+        "mongodb.connection.string": mongo_uri,
+        "topic.prefix": prefix,
+        "offset.storage.file.filename": str(tmp_path / "offsets.db"),
+        "offset.flush.interval.ms": 500,
+        "poll.interval.ms": 200,
+        "database.include.list": db,
+        "collection.exclude.list": f"{db}\\.skipped",
+    }
+    properties.update({k.replace("_", "."): v for k, v in extra.items()})
+    lines = [f"{k}: {json.dumps(v)}" for k, v in properties.items()]
+    # the nested form of the same keys works too
+    lines += ["kafka:", f"  bootstrap.servers: {json.dumps(bootstrap)}"]
+    config.write_text("\n".join(lines) + "\n")
+    return config
+
+
+def topic_counts(bootstrap: str, topics: list[str]) -> list[int]:
+    return [len(read_topic(bootstrap, t)) for t in topics]
+
+
+def key_id(value: Any) -> str:
+    return json_util.dumps(value, json_options=json_util.RELAXED_JSON_OPTIONS)
+
+
+def test_stream_stop_resume_delivers_every_change_exactly_once(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    db_name = f"it_{uuid.uuid4().hex[:12]}"
+    prefix = f"p{uuid.uuid4().hex[:8]}"
+    config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db_name, prefix)
+    customers_topic, orders_topic = f"{prefix}.{db_name}.customers", f"{prefix}.{db_name}.orders"
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    db = client[db_name]
+    oid = ObjectId()
+    # (topic, op, _id) in commit order: the expected change log
+    expected: list[tuple[str, str, Any]] = []
+
+    stream = CliProcess("--config", str(config), "stream", "--output", "json")
+    try:
+        stream.wait_for_log("change stream open")
+        db.customers.insert_one({"_id": 1001, "name": "Sally", "tags": ["a", "b", "c"]})
+        db.customers.insert_one({"_id": oid, "name": "George"})
+        db.customers.insert_one({"_id": "str-id", "name": "Edward"})
+        db.customers.update_one({"_id": 1001}, {"$set": {"email": "sally@example.com"}, "$unset": {"tags": ""}})
+        db.customers.replace_one({"_id": oid}, {"name": "George W"})
+        db.customers.delete_one({"_id": "str-id"})
+        db.orders.insert_many([{"_id": i, "qty": i} for i in range(1, 4)])
+        db.orders.update_one({"_id": 2}, {"$inc": {"qty": 10}})
+        db.orders.delete_one({"_id": 3})
+        db.skipped.insert_one({"_id": 1})
+        expected += [
+            (customers_topic, "c", 1001), (customers_topic, "c", oid), (customers_topic, "c", "str-id"),
+            (customers_topic, "u", 1001), (customers_topic, "u", oid), (customers_topic, "d", "str-id"),
+            (orders_topic, "c", 1), (orders_topic, "c", 2), (orders_topic, "c", 3),
+            (orders_topic, "u", 2), (orders_topic, "d", 3),
+        ]
+        wait_until(lambda: topic_counts(kafka_bootstrap, [customers_topic, orders_topic]) == [7, 6],
+                   "the first changes in Kafka")
+    finally:
+        code = stream.stop(signal.SIGTERM)
+    assert code == 0, stream.stderr
+    final = json.loads(stream.stdout_lines[-1])
+    assert final["status"] == "stopped"
+    assert final["events"] == {"c": 6, "u": 3, "d": 2, "r": 0}
+    assert final["tombstones"] == 2
+
+    shown = run_cli("--config", str(config), "offsets", "show", "--output", "json")
+    assert shown.returncode == 0, shown.stderr
+    offsets = json.loads(shown.stdout)
+    assert len(offsets) == 1
+    assert offsets[0]["connector"] == f"it-{prefix}"
+    assert offsets[0]["sec"] > 0 and offsets[0]["resume_token"]
+
+    # Changes made while mongocdc is stopped are picked up from the stored offset.
+    db.customers.insert_one({"_id": 1003, "name": "Anne"})
+    db.customers.update_one({"_id": 1001}, {"$set": {"name": "Sally K"}})
+    db.orders.delete_one({"_id": 1})
+    expected += [(customers_topic, "c", 1003), (customers_topic, "u", 1001), (orders_topic, "d", 1)]
+
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("resuming")
+        wait_until(lambda: topic_counts(kafka_bootstrap, [customers_topic, orders_topic]) == [9, 8],
+                   "the changes made while stopped")
+        db.orders.insert_one({"_id": 9, "qty": 9})
+        expected.append((orders_topic, "c", 9))
+        wait_until(lambda: topic_counts(kafka_bootstrap, [customers_topic, orders_topic]) == [9, 9],
+                   "a change made after the restart")
+    finally:
+        code = stream.stop(signal.SIGTERM)
+    assert code == 0, stream.stderr
+    client.close()
+
+    records = read_topic(kafka_bootstrap, customers_topic) + read_topic(kafka_bootstrap, orders_topic)
+    data = [(m, *decode(m)) for m in records]
+    seen = [
+        (m.topic(), value["op"], json_util.loads(key["id"]))
+        for m, key, value in data
+        if value is not None
+    ]
+    # exactly once: the same multiset of changes, and per key the same order as MongoDB committed them
+    assert sorted(map(repr, seen)) == sorted(map(repr, expected))
+    for key in {repr(k) for _, _, k in expected}:
+        assert [op for _, op, k in seen if repr(k) == key] == [op for _, op, k in expected if repr(k) == key]
+    assert read_topic(kafka_bootstrap, f"{prefix}.{db_name}.skipped") == []
+
+    for msg, key, value in data:
+        assert msg.partition() == murmur2_partition(msg.key(), PARTITIONS)
+        assert set(key) == {"id"}
+        if value is None:
+            continue
+        check_envelope(msg.topic(), value, prefix, db_name)
+
+    by_key = {(m.topic(), m.key()): [] for m, _, _ in data}
+    for m, _, value in data:
+        by_key[(m.topic(), m.key())].append((m.offset(), value))
+    for records_of_key in by_key.values():
+        for (offset, value), following in zip(records_of_key, records_of_key[1:] + [(None, "end")], strict=True):
+            if value is not None and value["op"] == "d":
+                assert following[1] is None and following[0] == offset + 1, "a tombstone follows each delete"
+
+    inserts = {json_util.loads(k["id"]): json_util.loads(v["after"]) for _, k, v in data if v and v["op"] == "c"}
+    assert inserts[1001] == {"_id": 1001, "name": "Sally", "tags": ["a", "b", "c"]}
+    assert inserts[oid] == {"_id": oid, "name": "George"}
+    updates = [v for _, k, v in data if v and v["op"] == "u" and json_util.loads(k["id"]) == 1001]
+    first_update = updates[0]["updateDescription"]
+    assert json.loads(first_update["updatedFields"]) == {"email": "sally@example.com"}
+    assert first_update["removedFields"] == ["tags"]
+    replace = next(v for _, k, v in data if v and v["op"] == "u" and json_util.loads(k["id"]) == oid)
+    assert json_util.loads(replace["after"]) == {"_id": oid, "name": "George W"}
+
+
+def check_envelope(topic: str, value: dict[str, Any], prefix: str, db_name: str) -> None:
+    """Every field of EVENT_FORMAT.md's value table and source block."""
+    assert set(value) >= {"op", "after", "before", "updateDescription", "source", "ts_ms", "transaction"}
+    op = value["op"]
+    assert op in ("c", "u", "d")
+    assert isinstance(value["ts_ms"], int) and value["ts_ms"] > 1_600_000_000_000
+    assert value["transaction"] is None
+    assert value["before"] is None  # no pre-image capture mode
+    if op == "c":
+        assert isinstance(value["after"], str) and value["updateDescription"] is None
+    if op == "d":
+        assert value["after"] is None and value["updateDescription"] is None
+    source = value["source"]
+    assert source["version"] == __version__
+    assert source["connector"] == "mongodb"
+    assert source["name"] == prefix
+    assert source["db"] == db_name
+    assert topic == f"{prefix}.{db_name}.{source['collection']}"
+    assert source["snapshot"] == "false"
+    assert isinstance(source["ord"], int) and source["ord"] >= 0
+    assert isinstance(source["ts_ms"], int) and source["ts_ms"] > 1_600_000_000_000
+    assert source["lsid"] is None and source["txnNumber"] is None
+    assert "rs" in source and "wallTime" in source
+
+
+def test_sigint_stops_gracefully_with_exit_130(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str) -> None:
+    db_name = f"it_{uuid.uuid4().hex[:12]}"
+    prefix = f"p{uuid.uuid4().hex[:8]}"
+    config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db_name, prefix, offset_flush_interval_ms=3_600_000)
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("change stream open")
+        client[db_name].c.insert_one({"_id": 1})
+        wait_until(lambda: len(read_topic(kafka_bootstrap, f"{prefix}.{db_name}.c")) == 1, "the insert in Kafka")
+    finally:
+        code = stream.stop(signal.SIGINT)
+        client.close()
+    assert code == 130, stream.stderr
+    # the flush interval never elapsed: the offset was committed by the graceful stop
+    offsets = json.loads(run_cli("--config", str(config), "offsets", "show", "--output", "json").stdout)
+    assert len(offsets) == 1 and offsets[0]["sec"] > 0
+
+
+def test_standalone_refusal_and_discover_report(mongo_uri: str) -> None:
+    result = run_cli("discover", "--output", "json", "--connection-string", mongo_uri)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["kind"] in ("replica_set", "sharded")
+    assert report["capturable"] is True
+    if report["kind"] == "replica_set":
+        assert report["replica_set"] and report["primary"] in report["members"]
