@@ -74,4 +74,6 @@ class DeliveryError(MongocdcError):
 
 
 class OversizedEventError(DeliveryError):
-    """An event is larger than Kafka accepts."""
+    """An event is larger than Kafka accepts; the fix is a size limit in the configuration."""
+
+    exit_code = ExitCode.CONFIG

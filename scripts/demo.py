@@ -68,7 +68,9 @@ def main() -> int:
         say("mongocdc stream (in the background)")
         stream = subprocess.Popen(
             [sys.executable, "-m", "mongocdc", "--config", str(config), "stream"],
-            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         log: list[str] = []
 
@@ -99,8 +101,10 @@ def main() -> int:
         say("the events in Kafka: mongocdc topic dump demo.shop.customers")
         print(mongocdc("topic", "dump", "demo.shop.customers", "--timeout", "2", config=config).stdout, end="")
         say("mongocdc topic dump demo.shop.orders --output json")
-        print(mongocdc("topic", "dump", "demo.shop.orders", "--output", "json", "--timeout", "2",
-                       config=config).stdout, end="")
+        print(
+            mongocdc("topic", "dump", "demo.shop.orders", "--output", "json", "--timeout", "2", config=config).stdout,
+            end="",
+        )
 
         say("stopping the stream with SIGTERM (flush, commit, exit 0)")
         stream.send_signal(signal.SIGTERM)

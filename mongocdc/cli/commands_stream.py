@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from types import FrameType
 
@@ -31,9 +33,15 @@ class GracefulStop:
             self.signal = signum
         self.event.set()
 
-    def install(self) -> None:
-        signal.signal(signal.SIGTERM, self._handle)
-        signal.signal(signal.SIGINT, self._handle)
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Handle SIGTERM and SIGINT inside the block; the previous handlers come back after it."""
+        previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     @property
     def exit_code(self) -> int:
@@ -53,8 +61,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset."""
         from mongocdc import wiring
-        from mongocdc.engine.streaming import StreamingTask, StreamOptions, StreamStats
-        from mongocdc.sources.mongo.topology import discover
+        from mongocdc.engine.streaming import StreamStats
 
         settings = state(ctx).settings(
             connection_string=connection_string,
@@ -63,54 +70,23 @@ def register(app: typer.Typer) -> None:
             offsets=offsets,
             name=name,
         )
-        codec = wiring.codec(settings)
         stopper = GracefulStop()
-        stopper.install()
-        client = wiring.mongo_client(settings)
-        store = wiring.offset_store(settings)
-        try:
-            topology = discover(client)
-            topology.require_change_streams()
-            log.info(
-                "capturing %s %s (%s scope) into %s as %s.<db>.<collection>",
-                topology.kind.replace("_", " "),
-                topology.replica_set or "",
-                settings.capture_scope,
-                settings.kafka_client.get("bootstrap.servers"),
-                settings.topic_prefix,
-            )
 
-            def on_status(stats: StreamStats) -> None:
-                if output is Output.json:
-                    render.print_json({"status": "streaming", "at": datetime.now(UTC).isoformat(), **stats.to_dict()})
-                else:
-                    log.info(
-                        "streamed %d events (c=%d u=%d d=%d), %d commits",
-                        stats.total,
-                        stats.events["c"],
-                        stats.events["u"],
-                        stats.events["d"],
-                        stats.commits,
-                    )
+        def on_status(stats: StreamStats) -> None:
+            if output is Output.json:
+                render.print_json({"status": "streaming", "at": datetime.now(UTC).isoformat(), **stats.to_dict()})
+            else:
+                log.info(
+                    "streamed %d events (c=%d u=%d d=%d), %d commits",
+                    stats.total,
+                    stats.events["c"],
+                    stats.events["u"],
+                    stats.events["d"],
+                    stats.commits,
+                )
 
-            task = StreamingTask(
-                wiring.change_source(settings, client, topology.replica_set),
-                wiring.kafka_sink(settings),
-                store,
-                codec,
-                StreamOptions(
-                    connector=settings.name,
-                    partition=topology.partition,
-                    flush_interval_s=settings.offset_flush_interval_ms / 1000,
-                    tombstones_on_delete=settings.tombstones_on_delete,
-                ),
-                stop=stopper.event,
-                on_status=on_status,
-            )
+        with stopper.installed(), wiring.streaming_task(settings, stop=stopper.event, on_status=on_status) as task:
             stats = task.run()
-        finally:
-            store.close()
-            client.close()
         summary = {"status": "stopped", **stats.to_dict()}
         if output is Output.json:
             render.print_json(summary)

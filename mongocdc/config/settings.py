@@ -239,6 +239,12 @@ class Settings:
         16,
         "Connection attempts before mongocdc gives up and exits with code 4.",
     )
+    connect_timeout_ms: int = setting(
+        "connect.timeout.ms",
+        _POSITIVE,
+        10000,
+        "Milliseconds one attempt to reach the Kafka cluster at start-up may take before it is retried.",
+    )
 
     # --- heartbeats and transactions -----------------------------------------
     heartbeat_interval_ms: int = setting(

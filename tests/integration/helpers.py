@@ -37,7 +37,12 @@ def cli_env() -> dict[str, str]:
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mongocdc", *args],
-        capture_output=True, text=True, timeout=timeout, env=cli_env(), cwd=REPO, check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=cli_env(),
+        cwd=REPO,
+        check=False,
     )
 
 
@@ -47,7 +52,11 @@ class CliProcess:
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mongocdc", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(), cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+            cwd=REPO,
         )
         self.stderr_lines: list[str] = []
         self.stdout_lines: list[str] = []
@@ -90,12 +99,14 @@ class CliProcess:
 
 def read_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> list[Any]:
     """Every record of ``topic`` from the beginning to the current end of each partition."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"test-{uuid.uuid4()}",
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"test-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
         metadata = consumer.list_topics(topic, timeout=timeout)
         partitions = sorted(metadata.topics[topic].partitions) if topic in metadata.topics else []

@@ -75,13 +75,22 @@ def test_stream_stop_resume_delivers_every_change_exactly_once(
         db.orders.delete_one({"_id": 3})
         db.skipped.insert_one({"_id": 1})
         expected += [
-            (customers_topic, "c", 1001), (customers_topic, "c", oid), (customers_topic, "c", "str-id"),
-            (customers_topic, "u", 1001), (customers_topic, "u", oid), (customers_topic, "d", "str-id"),
-            (orders_topic, "c", 1), (orders_topic, "c", 2), (orders_topic, "c", 3),
-            (orders_topic, "u", 2), (orders_topic, "d", 3),
+            (customers_topic, "c", 1001),
+            (customers_topic, "c", oid),
+            (customers_topic, "c", "str-id"),
+            (customers_topic, "u", 1001),
+            (customers_topic, "u", oid),
+            (customers_topic, "d", "str-id"),
+            (orders_topic, "c", 1),
+            (orders_topic, "c", 2),
+            (orders_topic, "c", 3),
+            (orders_topic, "u", 2),
+            (orders_topic, "d", 3),
         ]
-        wait_until(lambda: topic_counts(kafka_bootstrap, [customers_topic, orders_topic]) == [7, 6],
-                   "the first changes in Kafka")
+        wait_until(
+            lambda: topic_counts(kafka_bootstrap, [customers_topic, orders_topic]) == [7, 6],
+            "the first changes in Kafka",
+        )
     finally:
         code = stream.stop(signal.SIGTERM)
     assert code == 0, stream.stderr
@@ -106,12 +115,16 @@ def test_stream_stop_resume_delivers_every_change_exactly_once(
     stream = CliProcess("--config", str(config), "stream")
     try:
         stream.wait_for_log("resuming")
-        wait_until(lambda: topic_counts(kafka_bootstrap, [customers_topic, orders_topic]) == [9, 8],
-                   "the changes made while stopped")
+        wait_until(
+            lambda: topic_counts(kafka_bootstrap, [customers_topic, orders_topic]) == [9, 8],
+            "the changes made while stopped",
+        )
         db.orders.insert_one({"_id": 9, "qty": 9})
         expected.append((orders_topic, "c", 9))
-        wait_until(lambda: topic_counts(kafka_bootstrap, [customers_topic, orders_topic]) == [9, 9],
-                   "a change made after the restart")
+        wait_until(
+            lambda: topic_counts(kafka_bootstrap, [customers_topic, orders_topic]) == [9, 9],
+            "a change made after the restart",
+        )
     finally:
         code = stream.stop(signal.SIGTERM)
     assert code == 0, stream.stderr
@@ -119,11 +132,7 @@ def test_stream_stop_resume_delivers_every_change_exactly_once(
 
     records = read_topic(kafka_bootstrap, customers_topic) + read_topic(kafka_bootstrap, orders_topic)
     data = [(m, *decode(m)) for m in records]
-    seen = [
-        (m.topic(), value["op"], json_util.loads(key["id"]))
-        for m, key, value in data
-        if value is not None
-    ]
+    seen = [(m.topic(), value["op"], json_util.loads(key["id"])) for m, key, value in data if value is not None]
     # exactly once: the same multiset of changes, and per key the same order as MongoDB committed them
     assert sorted(map(repr, seen)) == sorted(map(repr, expected))
     for key in {repr(k) for _, _, k in expected}:
@@ -208,3 +217,69 @@ def test_standalone_refusal_and_discover_report(mongo_uri: str) -> None:
     assert report["capturable"] is True
     if report["kind"] == "replica_set":
         assert report["replica_set"] and report["primary"] in report["members"]
+
+
+def test_oversized_document_stops_with_a_clear_error_and_loses_nothing(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    db_name = f"it_{uuid.uuid4().hex[:12]}"
+    prefix = f"p{uuid.uuid4().hex[:8]}"
+    config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db_name, prefix)
+    topic = f"{prefix}.{db_name}.docs"
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("change stream open")
+        client[db_name].docs.insert_one({"_id": "small-before", "v": 1})
+        wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) == 1, "the small document in Kafka")
+        client[db_name].docs.insert_one({"_id": "big", "blob": "x" * 1_500_000})
+        client[db_name].docs.insert_one({"_id": "small-after", "v": 2})
+        code = stream.proc.wait(timeout=60)
+    finally:
+        stream.kill()
+        client.close()
+    assert code == 3, stream.stderr
+    assert 'error: the event for key {"id":"\\"big\\""}' in stream.stderr
+    assert "more than Kafka accepts" in stream.stderr
+    assert "hint: raise kafka.message.max.bytes" in stream.stderr
+    assert "Traceback" not in stream.stderr
+    # Nothing lost: the committed offset stops before the oversized change, so a restart reads it again.
+    offsets = json.loads(run_cli("--config", str(config), "offsets", "show", "--output", "json").stdout)
+    assert len(offsets) == 1
+    restarted = CliProcess("--config", str(config), "stream")
+    try:
+        assert restarted.proc.wait(timeout=60) == 3
+    finally:
+        restarted.kill()
+    assert 'the event for key {"id":"\\"big\\""}' in restarted.stderr
+    assert [decode(m)[0]["id"] for m in read_topic(kafka_bootstrap, topic)] == ['"small-before"']
+
+
+def test_lost_resume_point_exits_5_with_the_remedy(
+    request: pytest.FixtureRequest, tmp_path: Path, mongo_uri: str, kafka_bootstrap: str, mongo_server_name: str
+) -> None:
+    """A stored position older than the oplog: exit 5, never a silent skip.
+
+    Needs a server that reports ChangeStreamHistoryLost/InvalidResumeToken for a mongod-format
+    token; the test servers that do not are listed in tests/contract/conftest.py's KNOWN_GAPS.
+    """
+    from mongocdc.events.position import Position
+    from mongocdc.offsets.sqlite import SqliteOffsetStore
+    from tests.contract.conftest import KNOWN_GAPS
+
+    gap = KNOWN_GAPS.get(mongo_server_name, {}).get("test_resume_token_outside_history_fails_with_history_error")
+    if gap:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"{mongo_server_name}: {gap}"))
+    db_name = f"it_{uuid.uuid4().hex[:12]}"
+    prefix = f"p{uuid.uuid4().hex[:8]}"
+    config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db_name, prefix)
+    topology = json.loads(run_cli("discover", "--output", "json", "--connection-string", mongo_uri).stdout)
+    partition = topology["replica_set"] if topology["kind"] == "replica_set" else "cluster"
+    ancient = Position(1, 1, Position.token_bytes({"_data": "82" + "00000001" + "00000001" + "2B0229296E04"}))
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    store.commit(f"it-{prefix}", partition, ancient.to_offset())
+    store.close()
+    result = run_cli("--config", str(config), "stream")
+    assert result.returncode == 5, result.stderr
+    assert "no longer in MongoDB's oplog" in result.stderr
+    assert "mongocdc offsets reset" in result.stderr and "snapshot.mode=when_needed" in result.stderr

@@ -10,6 +10,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from mongocdc.errors import DeliveryError, OversizedEventError, UnreachableError
+from mongocdc.retry import Backoff
 from mongocdc.sinks.kafka.common import client_config, describe_error, log, raise_for_client_error
 
 AckCallback = Callable[[], None]
@@ -55,6 +56,25 @@ class KafkaSink:
                 raise_for_client_error(exc, self.bootstrap)
         assert self._producer is not None
         return self._producer
+
+    def connect(self, backoff: Backoff, attempt_timeout_s: float = 10.0) -> None:
+        """Make sure the cluster answers before anything is read from MongoDB (retries with ``backoff``)."""
+        producer = self._client()
+
+        def probe() -> None:
+            try:
+                producer.list_topics(timeout=attempt_timeout_s)
+            except KafkaException as exc:
+                raise _KafkaUnavailableError(str(exc.args[0].str() if exc.args else exc)) from exc
+
+        try:
+            backoff.run(f"connecting to Kafka at {self.bootstrap}", probe, retry_on=(_KafkaUnavailableError,))
+        except _KafkaUnavailableError as exc:
+            raise UnreachableError(
+                f"Kafka at {self.bootstrap} is unreachable after {backoff.max_attempts} attempts: {exc}",
+                hint="check kafka.bootstrap.servers (or --bootstrap-servers), the kafka.* security settings and "
+                "that the brokers are up; connect.max.attempts and connect.backoff.* tune the retries",
+            ) from exc
 
     def _on_error(self, err: KafkaError) -> None:
         if err.fatal():
@@ -107,8 +127,10 @@ class KafkaSink:
                 err = exc.args[0]
                 if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
                     raise OversizedEventError(
-                        f"event for key {key!r} in {topic} is {len(value or b'')} bytes, more than Kafka accepts",
-                        hint="raise kafka.message.max.bytes and the topic's max.message.bytes, or exclude the field",
+                        f"the event for key {_show_key(key)} in {topic} is {len(value or b'')} bytes, "
+                        f"more than Kafka accepts ({err.str()}); nothing after it was committed",
+                        hint="raise kafka.message.max.bytes and the topic's max.message.bytes (and the broker's "
+                        "message.max.bytes), then start again: the event is read again from the stored offset",
                     ) from exc
                 raise DeliveryError(f"cannot produce to {topic}: {exc}") from exc
         self.produced += 1
@@ -116,7 +138,7 @@ class KafkaSink:
 
     @staticmethod
     def _delivery_error(err: KafkaError, msg: Message) -> DeliveryError:
-        where = f"{msg.topic()} (key {msg.key()!r})"
+        where = f"{msg.topic()} (key {_show_key(msg.key())})"
         if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE):
             return OversizedEventError(
                 f"Kafka rejected an event for {where} as too large: {err.str()}",
@@ -151,6 +173,16 @@ class KafkaSink:
 
     def close(self) -> None:
         self._producer = None
+
+
+def _show_key(key: bytes | str | None) -> str:
+    if isinstance(key, bytes):
+        return key.decode("utf-8", "replace")
+    return str(key)
+
+
+class _KafkaUnavailableError(Exception):
+    pass
 
 
 class UnreachableDeliveryError(DeliveryError):

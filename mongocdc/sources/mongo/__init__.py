@@ -1,6 +1,7 @@
 """MongoDB: the only place that imports pymongo."""
 
-from mongocdc.sources.mongo.client import Backoff, connect
+from mongocdc.retry import Backoff
+from mongocdc.sources.mongo.client import connect
 from mongocdc.sources.mongo.stream import Idle, MongoChangeStreamSource
 from mongocdc.sources.mongo.topology import Shard, Topology, discover
 

@@ -5,67 +5,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-import tenacity
 from pymongo import MongoClient
 from pymongo.errors import ConfigurationError, ConnectionFailure, InvalidURI, OperationFailure
 
 from mongocdc.config import redact_text
 from mongocdc.errors import ConfigError, UnreachableError
+from mongocdc.retry import Backoff
 
 log = logging.getLogger("mongocdc.mongo")
 
-T = TypeVar("T")
-
 AUTH_FAILED = 18
 UNAUTHORIZED = 13
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Retry policy: first delay, doubling up to a cap, at most ``max_attempts`` attempts in all."""
-
-    initial_delay_s: float = 1.0
-    max_delay_s: float = 120.0
-    max_attempts: int = 16
-
-    def delays(self) -> list[float]:
-        """The waits between attempts, in order (``max_attempts - 1`` of them)."""
-        return [min(self.max_delay_s, self.initial_delay_s * 2**i) for i in range(max(0, self.max_attempts - 1))]
-
-    def run(
-        self,
-        what: str,
-        attempt: Callable[[], T],
-        *,
-        retry_on: tuple[type[BaseException], ...],
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> T:
-        """Call ``attempt`` until it succeeds; log each retry with its delay; re-raise the last error."""
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            delay = state.next_action.sleep if state.next_action else 0.0
-            log.warning(
-                "%s failed (attempt %d of %d): %s; retrying in %.1f s",
-                what,
-                state.attempt_number,
-                self.max_attempts,
-                redact_text(str(exc)),
-                delay,
-            )
-
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(max(1, self.max_attempts)),
-            wait=tenacity.wait_exponential(multiplier=self.initial_delay_s, max=self.max_delay_s),
-            retry=tenacity.retry_if_exception_type(retry_on),
-            before_sleep=before_sleep,
-            sleep=sleep,
-            reraise=True,
-        )
-        return retrying(attempt)
 
 
 def _describe_hosts(uri: str) -> str:

@@ -17,7 +17,7 @@ from mongocdc.config import redact_text
 from mongocdc.errors import ConfigError, ResumePositionLostError, UnreachableError
 from mongocdc.events.changes import ControlChange, MalformedChangeError, StreamedChange, convert_change
 from mongocdc.events.position import Position
-from mongocdc.sources.mongo.client import Backoff
+from mongocdc.retry import Backoff
 
 log = logging.getLogger("mongocdc.mongo.stream")
 
@@ -58,6 +58,11 @@ def resume_lost_error(connector: str, detail: str) -> ResumePositionLostError:
             "(replSetResizeOplog) so it does not happen again"
         ),
     )
+
+
+def is_resume_lost(exc: OperationFailure) -> bool:
+    """Whether MongoDB refused to resume because the position is no longer in its history."""
+    return exc.code in RESUME_LOST_CODES or "resume point may no longer be in the oplog" in str(exc)
 
 
 class MongoChangeStreamSource:
@@ -160,9 +165,8 @@ class MongoChangeStreamSource:
             raise
 
     def _raise_operation_failure(self, exc: OperationFailure) -> None:
-        message = str(exc)
-        if exc.code in RESUME_LOST_CODES or "resume point may no longer be in the oplog" in message:
-            raise resume_lost_error(self._connector, redact_text(message)) from exc
+        if is_resume_lost(exc):
+            raise resume_lost_error(self._connector, redact_text(str(exc))) from exc
 
     def next(self) -> Item:
         """Wait at most one poll interval for the next change."""

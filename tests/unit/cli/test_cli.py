@@ -171,3 +171,59 @@ def test_completions_and_man_page_name_every_command() -> None:
     for group in GROUPS:
         assert group in bash and group in man
     assert "\\-\\-max\\-messages" in man and "--max-messages" in bash
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        ("ConfigError", ExitCode.CONFIG),
+        ("UnreachableError", ExitCode.UNREACHABLE),
+        ("ResumePositionLostError", ExitCode.RESUME_LOST),
+        ("DeliveryError", ExitCode.UNEXPECTED),
+    ],
+)
+def test_each_error_class_maps_to_its_exit_code_with_message_and_hint(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], error: str, code: ExitCode
+) -> None:
+    from mongocdc import errors
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise getattr(errors, error)("what went wrong at mongodb://u:pw@db1/", hint="what to do next")
+
+    monkeypatch.setattr("mongocdc.cli.state.load_settings", fail)
+    assert run(["config", "show"]) == code
+    err = capsys.readouterr().err
+    assert err == "error: what went wrong at mongodb://u:********@db1/\nhint: what to do next\n"
+
+
+@pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MONGOCDC_CONNECT_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("MONGOCDC_CONNECT_BACKOFF_INITIAL_DELAY_MS", "10")
+    monkeypatch.setenv("MONGOCDC_CONNECT_TIMEOUT_MS", "300")
+    monkeypatch.setenv("MONGOCDC_MONGODB_SERVER_SELECTION_TIMEOUT_MS", "200")
+
+
+@pytest.mark.usefixtures("fast_retries")
+def test_unreachable_kafka_stops_stream_with_exit_4(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "stream",
+        "--topic-prefix",
+        "p",
+        "--bootstrap-servers",
+        "127.0.0.1:9",
+        "--connection-string",
+        "mongodb://127.0.0.1:9/",
+        "--offsets",
+        f"sqlite:{tmp_path / 'o.db'}",
+    ]
+    assert run(argv) == ExitCode.UNREACHABLE
+    err = capsys.readouterr().err
+    assert "error: Kafka at 127.0.0.1:9 is unreachable after 2 attempts" in err
+    assert "hint: check kafka.bootstrap.servers" in err
+
+
+@pytest.mark.usefixtures("fast_retries")
+def test_unreachable_kafka_stops_topic_dump_with_exit_4(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["topic", "dump", "t", "--bootstrap-servers", "127.0.0.1:9", "--timeout", "0.5"]) == 4
+    assert "Kafka at 127.0.0.1:9 is unreachable" in capsys.readouterr().err
