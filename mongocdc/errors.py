@@ -39,6 +39,12 @@ class MongocdcError(Exception):
         return self.message
 
 
+class UsageError(MongocdcError):
+    """The command line names something that does not exist or cannot be used (a topic, a file)."""
+
+    exit_code = ExitCode.USAGE
+
+
 class ConfigError(MongocdcError):
     """Invalid configuration: the message names the key, the value and what is accepted."""
 

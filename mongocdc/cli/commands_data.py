@@ -12,7 +12,7 @@ import typer
 from mongocdc.cli import render
 from mongocdc.cli.options import BootstrapOpt, ConnectionStringOpt, OutputOpt
 from mongocdc.cli.state import Output, state
-from mongocdc.errors import ConfigError
+from mongocdc.errors import UsageError
 
 
 def decode_bytes(raw: bytes | None) -> Any:
@@ -36,7 +36,7 @@ def parse_timestamp(value: str) -> int:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise ConfigError(
+        raise UsageError(
             f"--timestamp {value!r} is neither epoch milliseconds nor an ISO 8601 time",
             hint="for example --timestamp 2026-01-31T12:00:00Z or --timestamp 1769860800000",
         ) from None

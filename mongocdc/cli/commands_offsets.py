@@ -12,13 +12,17 @@ from mongocdc.cli.state import Output, state
 from mongocdc.errors import NotImplementedYetError
 
 
-def _token_text(offset: dict[str, Any]) -> str:
+def _token_text(offset: dict[str, Any], width: int = 28) -> str:
+    """The resume token's ``_data`` (or extended JSON), shortened for a table (JSON output keeps it whole)."""
     from mongocdc.events.position import Position
 
     try:
-        return Position.from_offset(offset).describe_token()
+        text = Position.from_offset(offset).describe_token()
     except ValueError:
-        return str(offset.get("resume_token", ""))
+        text = str(offset.get("resume_token", ""))
+    if len(text) <= width:
+        return text
+    return f"{text[: width - 9]}…{text[-8:]}"
 
 
 def register(app: typer.Typer) -> None:
@@ -58,7 +62,7 @@ def register(app: typer.Typer) -> None:
                 r.offset.get("ord"),
                 _token_text(dict(r.offset)),
                 "yes" if r.offset.get("initsync") else "",
-                r.updated_at.isoformat(timespec="seconds"),
+                r.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
             ]
             for r in records
         ]

@@ -10,7 +10,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from mongocdc.errors import ConfigError, MongocdcError, UnreachableError
+from mongocdc.errors import MongocdcError, UnreachableError, UsageError
 from mongocdc.sinks.kafka.common import client_config, raise_for_client_error
 
 
@@ -60,7 +60,7 @@ class TopicReader:
         info = metadata.topics.get(topic)
         if info is None or info.error is not None or not info.partitions:
             reason = info.error.str() if info is not None and info.error is not None else "no partitions"
-            raise MongocdcError(
+            raise UsageError(
                 f"topic {topic!r} does not exist on {self.bootstrap} ({reason})",
                 hint="list topics with your Kafka tools; data topics are named <topic.prefix>.<db>.<collection>",
             )
@@ -83,7 +83,7 @@ class TopicReader:
         assignment = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions]
         if start.offset is not None:
             if start.offset < 0:
-                raise ConfigError(f"--offset must be >= 0, got {start.offset}")
+                raise UsageError(f"--offset must be >= 0, got {start.offset}")
             assignment = [TopicPartition(topic, p, start.offset) for p in partitions]
         elif start.timestamp_ms is not None:
             wanted = [TopicPartition(topic, p, start.timestamp_ms) for p in partitions]

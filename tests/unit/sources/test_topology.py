@@ -38,14 +38,18 @@ def test_standalone_is_refused_with_the_fix() -> None:
         topology.require_change_streams()
     assert refused.value.exit_code == ExitCode.CONFIG
     assert "no oplog" in refused.value.message
-    assert refused.value.hint is not None and "--replSet" in refused.value.hint and "rs.initiate()" in refused.value.hint
+    assert (
+        refused.value.hint is not None and "--replSet" in refused.value.hint and "rs.initiate()" in refused.value.hint
+    )
 
 
 @pytest.mark.parametrize(
     ("doc", "shard"),
     [
-        ({"_id": "shard01", "host": "shard01/s1a:27018,s1b:27018", "state": 1},
-         Shard("shard01", "shard01", ("s1a:27018", "s1b:27018"))),
+        (
+            {"_id": "shard01", "host": "shard01/s1a:27018,s1b:27018", "state": 1},
+            Shard("shard01", "shard01", ("s1a:27018", "s1b:27018")),
+        ),
         ({"_id": "sh2", "host": "rsB/h:1"}, Shard("sh2", "rsB", ("h:1",))),
         ({"_id": "legacy", "host": "h1:27018"}, Shard("legacy", None, ("h1:27018",))),
     ],
