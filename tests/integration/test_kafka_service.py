@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient
 from tests.services import kafka as kafka_service
 from tests.services.kafka import KafkaBroker, KafkaServiceError, ensure_kafka_classpath
 
-pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.kafka
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -420,7 +420,7 @@ class _Retry(KafkaServiceError):
 
 
 class _PortInUse(_Retry):
-    pass
+    """Another process took a port between our probe and the broker's bind."""
 
 
 class KafkaBroker:
@@ -564,17 +564,18 @@ class KafkaBroker:
     def stop(self) -> None:
         """Shut the broker down: SIGTERM, then SIGKILL after ``stop_timeout`` seconds.
 
-        A temporary data directory is removed (a later ``start()`` brings up a new,
-        empty cluster); a given ``data_dir`` is kept. Idempotent.
+        The ports are released. A temporary data directory is removed, so a later
+        ``start()`` brings up a new, empty cluster; a given ``data_dir`` is kept and a
+        later ``start()`` brings its cluster back (on new ports). Idempotent.
         """
         self._halt()
+        self._ports = None
         if self._dir_finalizer is not None:
             self._dir_finalizer()  # rmtree
             self._dir_finalizer = None
             self._data_dir = None
             self._cluster_id = None
             self._formatted = False
-            self._ports = None
 
     def restart(self) -> Self:
         """Stop and start again on the same ports, data and cluster id."""
@@ -867,20 +868,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
 
-    if args.fetch_only:
-        print(ensure_kafka_classpath(), flush=True)
-        return 0
-
     stop_requested = threading.Event()
     serving = False
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        if not serving:  # still starting: abort; start() and __enter__ clean up
+        if not serving:  # fetching or starting: abort; Maven and the JVM are cleaned up
             raise SystemExit(128 + signum)
         stop_requested.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+
+    if args.fetch_only:
+        print(ensure_kafka_classpath(), flush=True)
+        return 0
 
     with KafkaBroker(
         num_partitions=args.partitions,

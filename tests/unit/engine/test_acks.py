@@ -58,3 +58,24 @@ def test_committable_never_passes_an_unacknowledged_record(records_per_change: l
         if committed is not None:
             assert all(s in acked for s, c in owner.items() if c <= committed)
     assert tracker.committable() == len(records_per_change) - 1
+
+
+def test_positions_held_stay_bounded_by_records_in_flight() -> None:
+    tracker: AckTracker[int] = AckTracker()
+    for i in range(10_000):
+        seq = tracker.issue()
+        tracker.add_position(i)
+        tracker.add_position(i)  # idle polls between changes add no entries
+        tracker.acked(seq)
+    assert tracker.pending_positions <= 1
+    assert tracker.committable() == 9_999
+    held = []
+    for i in range(5):
+        held.append(tracker.issue())
+        tracker.add_position(100_000 + i)
+    assert tracker.in_flight == 5
+    assert tracker.pending_positions == 5
+    for seq in reversed(held):
+        tracker.acked(seq)
+    assert tracker.in_flight == 0
+    assert tracker.committable() == 100_004
