@@ -39,9 +39,6 @@ NON_SETTING_ENV_VARS: Final = frozenset(
         "MONGOCDC_LOG_FORMAT",
         "MONGOCDC_TRACEBACK",
         "MONGOCDC_HOME",
-        # Caches of the test services (tests/services/); checked before the MONGOCDC_KAFKA_* pass-through.
-        "MONGOCDC_CACHE_DIR",
-        "MONGOCDC_KAFKA_CACHE",
     }
 )
 """``MONGOCDC_*`` variables that are not settings: ``load_settings`` ignores them (and every ``MONGOCDC_TEST_*``).

@@ -18,7 +18,7 @@ Command line (from the repository root)::
     python -m tests.services.kafka --fetch-only  # only resolves the classpath (CI)
 
 The cache lives in ``<root>/<kafka version>/lib``; ``<root>`` is the ``cache_dir``
-argument, else ``$MONGOCDC_KAFKA_CACHE``, else ``$MONGOCDC_CACHE_DIR/kafka`` (the
+argument, else ``$MONGOCDC_TEST_KAFKA_CACHE``, else ``$MONGOCDC_TEST_CACHE_DIR/kafka`` (the
 root all test services share), else ``<repo>/.cache/kafka``. The Kafka version is the
 ``kafka.version`` property of ``kafka-pom.xml`` next to this file.
 
@@ -71,11 +71,11 @@ log = logging.getLogger(__name__)
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 POM_FILE: Final = Path(__file__).with_name("kafka-pom.xml")
-CACHE_ENV: Final = "MONGOCDC_KAFKA_CACHE"
+CACHE_ENV: Final = "MONGOCDC_TEST_KAFKA_CACHE"
 # MONGOCDC_TEST_* variables are ignored by mongocdc's settings loader, while other
 # MONGOCDC_KAFKA_* ones would be passed to librdkafka (mongocdc/config/loading.py).
 CDS_ENV: Final = "MONGOCDC_TEST_KAFKA_CDS"
-SHARED_CACHE_ENV: Final = "MONGOCDC_CACHE_DIR"
+SHARED_CACHE_ENV: Final = "MONGOCDC_TEST_CACHE_DIR"
 _STAMP: Final = ".mongocdc-complete"
 _MAVEN_TIMEOUT_S: Final = 1800.0
 _HOST: Final = "127.0.0.1"

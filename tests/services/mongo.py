@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 SERVER_ENV = "MONGOCDC_TEST_MONGODB_SERVER"
-CACHE_ENV = "MONGOCDC_CACHE_DIR"
+CACHE_ENV = "MONGOCDC_TEST_CACHE_DIR"
 LOOPBACK = "127.0.0.1"
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -82,7 +82,7 @@ class InstallError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """``<repo>/.cache`` unless ``MONGOCDC_CACHE_DIR`` says otherwise."""
+    """``<repo>/.cache`` unless ``MONGOCDC_TEST_CACHE_DIR`` says otherwise."""
     return Path(os.environ.get(CACHE_ENV) or REPO_ROOT / ".cache")
 
 

@@ -227,3 +227,17 @@ def test_unreachable_kafka_stops_stream_with_exit_4(tmp_path: Path, capsys: pyte
 def test_unreachable_kafka_stops_topic_dump_with_exit_4(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["topic", "dump", "t", "--bootstrap-servers", "127.0.0.1:9", "--timeout", "0.5"]) == 4
     assert "Kafka at 127.0.0.1:9 is unreachable" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("fast_retries")
+def test_json_logs_are_json_lines_with_credentials_redacted(capsys: pytest.CaptureFixture[str]) -> None:
+    uri = "mongodb://admin:topsecret@127.0.0.1:9/?directConnection=true"
+    assert run(["--log-format", "json", "discover", "--connection-string", uri]) == ExitCode.UNREACHABLE
+    lines = capsys.readouterr().err.splitlines()
+    logs = [json.loads(line) for line in lines if line.startswith("{")]
+    assert logs, lines
+    retry = next(entry for entry in logs if "retrying" in entry["message"])
+    assert retry["level"] == "warning" and retry["logger"].startswith("mongocdc")
+    assert "T" in retry["ts"] and retry["ts"].endswith("+00:00")
+    assert all("topsecret" not in line for line in lines)
+    assert lines[-2].startswith("error: MongoDB at 127.0.0.1:9 is unreachable")
