@@ -25,11 +25,11 @@ _mongocdc() {
         "replicate") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
         "signal") COMPREPLY=($(compgen -W "send --help" -- "$cur")) ;;
         "signal send") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
-        "snapshot") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+        "snapshot") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --offsets --name --metrics-port --help" -- "$cur")) ;;
         "spark") COMPREPLY=($(compgen -W "run status --help" -- "$cur")) ;;
         "spark run") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
         "spark status") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
-        "stream") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --offsets --name --help" -- "$cur")) ;;
+        "stream") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --offsets --name --metrics-port --help" -- "$cur")) ;;
         "topic") COMPREPLY=($(compgen -W "dump --help" -- "$cur")) ;;
         "topic dump") COMPREPLY=($(compgen -W "--output -o --offset --timestamp --max-messages -n --timeout --follow -f --bootstrap-servers --help" -- "$cur")) ;;
         "version") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;

@@ -15,7 +15,10 @@ from mongocdc.offsets.base import OffsetStore
 from mongocdc.retry import Backoff
 
 if TYPE_CHECKING:
-    from mongocdc.engine.streaming import StreamingTask, StreamStats
+    from mongocdc.engine.connector import ConnectorTask
+    from mongocdc.engine.metrics import Metrics
+    from mongocdc.engine.snapshot import ProgressCallback
+    from mongocdc.engine.streaming import StreamStats
 
 log = logging.getLogger("mongocdc.wiring")
 
@@ -28,7 +31,7 @@ def backoff(settings: Settings) -> Backoff:
     )
 
 
-def mongo_client(settings: Settings) -> Any:
+def mongo_client(settings: Settings, *, listeners: list[Any] | None = None) -> Any:
     """A connected ``MongoClient`` (retries with the ``connect.*`` backoff)."""
     from mongocdc.sources.mongo.client import connect
 
@@ -36,6 +39,7 @@ def mongo_client(settings: Settings) -> Any:
         settings.mongodb_connection_string,
         backoff(settings),
         server_selection_timeout_ms=settings.mongodb_server_selection_timeout_ms,
+        event_listeners=listeners or [],
     )
 
 
@@ -63,7 +67,15 @@ def kafka_sink(settings: Settings) -> Any:
     return sink
 
 
-def change_source(settings: Settings, client: Any, rs_name: str | None) -> Any:
+def field_transforms(settings: Settings) -> Any:
+    """``field.exclude.list`` and ``field.renames``, or ``None`` when there are none (the fast path)."""
+    from mongocdc.events.transforms import FieldTransforms
+
+    transforms = FieldTransforms.from_settings(settings)
+    return transforms if transforms else None
+
+
+def change_source(settings: Settings, client: Any, rs_name: str | None, primary_watch: Any = None) -> Any:
     from mongocdc.sources.mongo.stream import MongoChangeStreamSource
 
     return MongoChangeStreamSource(
@@ -77,22 +89,44 @@ def change_source(settings: Settings, client: Any, rs_name: str | None) -> Any:
         rs_name=rs_name,
         backoff=backoff(settings),
         include=settings.is_collection_included,
+        primary_watch=primary_watch,
+        transforms=field_transforms(settings),
     )
 
 
+def snapshot_include(settings: Settings) -> Callable[[str, str], bool]:
+    """Which captured collections a snapshot copies (``snapshot.include.collection.list`` narrows them)."""
+    patterns = settings.snapshot_include_collection_list
+    if not patterns:
+        return settings.is_collection_included
+    import re
+
+    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+
+    def include(db: str, coll: str) -> bool:
+        ns = f"{db}.{coll}"
+        return settings.is_collection_included(db, coll) and any(p.fullmatch(ns) for p in compiled)
+
+    return include
+
+
 @contextlib.contextmanager
-def streaming_task(
+def connector_task(
     settings: Settings,
     *,
     stop: threading.Event,
     on_status: Callable[[StreamStats], None] | None = None,
-) -> Iterator[StreamingTask]:
-    """The streaming task of ``settings``, its resources closed on exit.
+    on_progress: ProgressCallback | None = None,
+    metrics: Metrics | None = None,
+) -> Iterator[ConnectorTask]:
+    """The connector task of ``settings`` (snapshot per ``snapshot.mode``, then stream), resources closed on exit.
 
     Start-up order: configuration checks, the offset store, Kafka (must answer), MongoDB (must
-    answer and have an oplog), then the change stream opens inside ``task.run()``.
+    answer and have an oplog); the change stream and the snapshot scans open inside ``task.run()``.
     """
-    from mongocdc.engine.streaming import StreamingTask, StreamOptions
+    from mongocdc.engine.connector import ConnectorTask, TaskOptions
+    from mongocdc.sources.mongo.client import PrimaryWatch
+    from mongocdc.sources.mongo.scan import CollectionScanner, captured_collections
     from mongocdc.sources.mongo.topology import discover
 
     envelope = codec(settings)
@@ -101,7 +135,8 @@ def streaming_task(
         resources.callback(store.close)
         sink = kafka_sink(settings)
         resources.callback(sink.close)
-        client = mongo_client(settings)
+        primary_watch = PrimaryWatch()
+        client = mongo_client(settings, listeners=[primary_watch])
         resources.callback(client.close)
         topology = discover(client)
         topology.require_change_streams()
@@ -113,17 +148,42 @@ def streaming_task(
             settings.kafka_client.get("bootstrap.servers"),
             settings.topic_prefix,
         )
-        yield StreamingTask(
-            change_source(settings, client, topology.replica_set),
-            sink,
-            store,
-            envelope,
-            StreamOptions(
+        source = change_source(settings, client, topology.replica_set, primary_watch)
+        include = snapshot_include(settings)
+        fetch_size = settings.snapshot_fetch_size
+        transforms = field_transforms(settings)
+
+        def scanners() -> list[CollectionScanner]:
+            pairs = captured_collections(
+                client, scope=settings.capture_scope, target=settings.capture_target, include=include
+            )
+            return [
+                CollectionScanner(client, db, coll, fetch_size=fetch_size, filter=settings.snapshot_filter(db, coll))
+                for db, coll in pairs
+            ]
+
+        yield ConnectorTask(
+            source=source,
+            current_position=source.current_position,
+            scanners=scanners,
+            sink=sink,
+            store=store,
+            codec=envelope,
+            options=TaskOptions(
                 connector=settings.name,
                 partition=topology.partition,
+                rs=topology.replica_set,
+                snapshot_mode=settings.snapshot_mode,
+                snapshot_max_threads=settings.snapshot_max_threads,
                 flush_interval_s=settings.offset_flush_interval_ms / 1000,
                 tombstones_on_delete=settings.tombstones_on_delete,
+                skipped_operations=frozenset(settings.skipped_operations),
+                oversize_mode=settings.cursor_oversize_handling_mode,
+                oversize_threshold=settings.cursor_oversize_skip_threshold,
             ),
             stop=stop,
+            transform=transforms.apply_document if transforms else None,
             on_status=on_status,
+            on_progress=on_progress,
+            metrics=metrics,
         )

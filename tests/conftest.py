@@ -49,3 +49,15 @@ def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     with start_default_server(data_dir=tmp_path_factory.mktemp("mongo")) as server:
         yield server.uri
+
+
+@pytest.fixture(autouse=True)
+def _restore_root_logging() -> Iterator[None]:
+    """In-process CLI runs configure the root logger; undo it so later tests see pytest's own set-up."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)

@@ -14,11 +14,6 @@ def _not_yet(command: str) -> NoReturn:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def snapshot() -> None:
-        """Snapshot the included collections, initial or incremental (not implemented yet)."""
-        _not_yet("snapshot")
-
     signal_app = typer.Typer(help="Send signals to a running connector.", no_args_is_help=True)
 
     @signal_app.command("send")

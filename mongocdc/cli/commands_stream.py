@@ -2,50 +2,27 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
-import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from types import FrameType
 
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import BootstrapOpt, ConnectionStringOpt, NameOpt, OffsetsOpt, OutputOpt, TopicPrefixOpt
+from mongocdc.cli.metrics_server import serve_metrics
+from mongocdc.cli.options import (
+    BootstrapOpt,
+    ConnectionStringOpt,
+    MetricsPortOpt,
+    NameOpt,
+    OffsetsOpt,
+    OutputOpt,
+    TopicPrefixOpt,
+)
+from mongocdc.cli.progress import SnapshotProgressView, render_summary
+from mongocdc.cli.signals import GracefulStop
 from mongocdc.cli.state import Output, state
-from mongocdc.errors import ExitCode
 
 log = logging.getLogger("mongocdc.stream")
-
-
-class GracefulStop:
-    """SIGTERM/SIGINT set ``event``; the loop then stops reading, flushes and commits."""
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.signal: int | None = None
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.signal is None:
-            log.info("received %s: stopping after the events in flight are acknowledged", signal.Signals(signum).name)
-            self.signal = signum
-        self.event.set()
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        """Handle SIGTERM and SIGINT inside the block; the previous handlers come back after it."""
-        previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-    @property
-    def exit_code(self) -> int:
-        return int(ExitCode.INTERRUPTED) if self.signal == signal.SIGINT else int(ExitCode.OK)
 
 
 def register(app: typer.Typer) -> None:
@@ -58,9 +35,11 @@ def register(app: typer.Typer) -> None:
         bootstrap_servers: BootstrapOpt = None,
         offsets: OffsetsOpt = None,
         name: NameOpt = None,
+        metrics_port: MetricsPortOpt = None,
     ) -> None:
         """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset."""
         from mongocdc import wiring
+        from mongocdc.engine.metrics import Metrics
         from mongocdc.engine.streaming import StreamStats
 
         settings = state(ctx).settings(
@@ -69,12 +48,21 @@ def register(app: typer.Typer) -> None:
             bootstrap_servers=bootstrap_servers,
             offsets=offsets,
             name=name,
+            metrics_port=metrics_port,
         )
+        metrics = Metrics(settings.name)
         stopper = GracefulStop()
 
         def on_status(stats: StreamStats) -> None:
             if output is Output.json:
-                render.print_json({"status": "streaming", "at": datetime.now(UTC).isoformat(), **stats.to_dict()})
+                render.print_json(
+                    {
+                        "status": "streaming",
+                        "at": datetime.now(UTC).isoformat(),
+                        **stats.to_dict(),
+                        "metrics": metrics.to_dict(),
+                    }
+                )
             else:
                 log.info(
                     "streamed %d events (c=%d u=%d d=%d), %d commits",
@@ -85,8 +73,18 @@ def register(app: typer.Typer) -> None:
                     stats.commits,
                 )
 
-        with stopper.installed(), wiring.streaming_task(settings, stop=stopper.event, on_status=on_status) as task:
-            stats = task.run()
+        with (
+            stopper.installed(),
+            serve_metrics(metrics, settings.metrics_port),
+            SnapshotProgressView() as progress,
+            wiring.connector_task(
+                settings, stop=stopper.event, on_status=on_status, on_progress=progress.update, metrics=metrics
+            ) as task,
+        ):
+            result = task.run()
+        if result.snapshot is not None:
+            render_summary(output, result.snapshot)
+        stats = result.stream or StreamStats()
         summary = {"status": "stopped", **stats.to_dict()}
         if output is Output.json:
             render.print_json(summary)

@@ -11,7 +11,14 @@ import click
 import typer
 
 from mongocdc import __version__
-from mongocdc.cli import commands_config, commands_data, commands_later, commands_offsets, commands_stream
+from mongocdc.cli import (
+    commands_config,
+    commands_data,
+    commands_later,
+    commands_offsets,
+    commands_snapshot,
+    commands_stream,
+)
 from mongocdc.cli.state import LogFormat, LogLevel, State, configure_logging
 from mongocdc.config import redact_text
 from mongocdc.errors import ExitCode, MongocdcError
@@ -59,6 +66,7 @@ def version() -> None:
 
 commands_data.register(app)
 commands_stream.register(app)
+commands_snapshot.register(app)
 commands_offsets.register(app)
 commands_config.register(app)
 commands_later.register(app)

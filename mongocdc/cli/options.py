@@ -35,3 +35,11 @@ OffsetsOpt = Annotated[
 NameOpt = Annotated[
     str | None, typer.Option("--name", help="Connector name the offsets are kept under (name).", show_default=False)
 ]
+MetricsPortOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        help="Serve Prometheus metrics on this port at /metrics (metrics.port; 0 turns it off).",
+        show_default=False,
+    ),
+]

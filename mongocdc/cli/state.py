@@ -62,6 +62,7 @@ FLAG_PROPERTIES = {
     "topic_prefix": "topic.prefix",
     "bootstrap_servers": "kafka.bootstrap.servers",
     "name": "name",
+    "metrics_port": "metrics.port",
 }
 
 

@@ -16,8 +16,9 @@ from typing import Any, Final
 
 import yaml
 
-from mongocdc.config.properties import ENV_PREFIX
+from mongocdc.config.properties import ENV_PREFIX, env_var_for
 from mongocdc.config.settings import (
+    FILTER_OVERRIDE_PREFIX,
     KAFKA_PREFIX,
     PROPERTIES,
     Settings,
@@ -25,6 +26,10 @@ from mongocdc.config.settings import (
     consistency_problems,
     describe_invalid,
     did_you_mean,
+    filter_override_list_problems,
+    filter_override_problem,
+    filter_text,
+    is_filter_override_key,
 )
 from mongocdc.config.values import InvalidValueError
 from mongocdc.errors import ConfigError
@@ -49,6 +54,8 @@ Any new variable the CLI or the test tooling reads goes here, or ``load_settings
 TEST_ENV_PREFIX: Final = "MONGOCDC_TEST_"
 
 _KAFKA_ENV_PREFIX: Final = ENV_PREFIX + "KAFKA_"
+_FILTER_LIST: Final = FILTER_OVERRIDE_PREFIX.rstrip(".")
+_FILTER_ENV_PREFIX: Final = env_var_for(_FILTER_LIST) + "_"
 _COMMAND_LINE: Final = "the command line"
 _FILE_HINT: Final = "Fix the file, or point --config (or MONGOCDC_CONFIG) at another one."
 
@@ -83,14 +90,22 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
     ``os.environ``: ``MONGOCDC_<NAME>`` variables, dots as underscores.
     ``overrides`` are command-line values by property name.
 
+    ``snapshot.collection.filter.overrides.<database>.<collection>`` keys are
+    accepted from every source; their value is a query document as JSON text
+    (in the file also a YAML mapping). Their environment variable is the key's
+    (``MONGOCDC_SNAPSHOT_COLLECTION_FILTER_OVERRIDES_INVENTORY_ORDERS``), matched
+    against the collections listed in ``snapshot.collection.filter.overrides``.
+
     Raises ``ConfigError`` listing every problem found.
     """
     problems: list[str] = []
     layers: list[dict[str, _Raw]] = []
     if config_file is not None:
         layers.append(_file_layer(config_file, problems))
-    layers.append(_env_layer(env, problems))
+    env_layer, filter_vars = _env_layer(env, problems)
+    layers.append(env_layer)
     layers.append(_overrides_layer(overrides, problems))
+    env_layer.update(_resolve_filter_vars(filter_vars, env, layers, problems))
 
     merged: dict[str, _Raw] = {}
     for layer in layers:
@@ -108,8 +123,16 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
             problems.append(describe_invalid(name, raw.value, str(exc), raw.origin, secret=prop.secret))
 
     kafka_client: dict[str, str] = {}
+    filters: dict[str, str] = {}
     for name, raw in merged.items():
         if name in PROPERTIES:
+            continue
+        if is_filter_override_key(name):
+            problem = filter_override_problem(name, raw.value, raw.origin)
+            if problem:
+                problems.append(problem)
+            else:
+                filters[name[len(FILTER_OVERRIDE_PREFIX) :]] = filter_text(raw.value)
             continue
         text = _kafka_value(raw.value)
         if text is None:
@@ -118,10 +141,14 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
             kafka_client[name[len(KAFKA_PREFIX) :]] = text
 
     problems += consistency_problems(values)
+    listed = values.get(_FILTER_LIST)
+    if isinstance(listed, tuple):
+        keyed = {name[len(FILTER_OVERRIDE_PREFIX) :] for name in merged if is_filter_override_key(name)}
+        problems += filter_override_list_problems(listed, keyed)
     if problems:
         raise config_error(problems)
     attributes: dict[str, Any] = {PROPERTIES[name].attr: value for name, value in values.items()}
-    return Settings(**attributes, kafka_client=kafka_client)
+    return Settings(**attributes, kafka_client=kafka_client, snapshot_filter_overrides=filters)
 
 
 def parse_offsets_spec(spec: str) -> dict[str, str]:
@@ -144,8 +171,12 @@ def parse_offsets_spec(spec: str) -> dict[str, str]:
 
 
 def is_known_property(name: str) -> bool:
-    """A registered property, or a ``kafka.*`` key passed through to librdkafka."""
-    return name in PROPERTIES or (name.startswith(KAFKA_PREFIX) and len(name) > len(KAFKA_PREFIX))
+    """A registered property, a ``kafka.*`` key passed through to librdkafka, or a snapshot filter key."""
+    return (
+        name in PROPERTIES
+        or (name.startswith(KAFKA_PREFIX) and len(name) > len(KAFKA_PREFIX))
+        or is_filter_override_key(name)
+    )
 
 
 # --- sources ------------------------------------------------------------------
@@ -173,12 +204,17 @@ def _file_layer(path: Path, problems: list[str]) -> dict[str, _Raw]:
     return layer
 
 
-def _env_layer(env: Mapping[str, str], problems: list[str]) -> dict[str, _Raw]:
+def _env_layer(env: Mapping[str, str], problems: list[str]) -> tuple[dict[str, _Raw], list[str]]:
+    """The settings from ``env``, and the snapshot filter variables (resolved once the collection list is known)."""
     layer: dict[str, _Raw] = {}
+    filter_vars: list[str] = []
     for var in sorted(env):
         if not var.startswith(ENV_PREFIX) or var in NON_SETTING_ENV_VARS or var.startswith(TEST_ENV_PREFIX):
             continue
         name = ENV_VARS.get(var)
+        if name is None and var.startswith(_FILTER_ENV_PREFIX) and len(var) > len(_FILTER_ENV_PREFIX):
+            filter_vars.append(var)
+            continue
         if name is None and var.startswith(_KAFKA_ENV_PREFIX) and len(var) > len(_KAFKA_ENV_PREFIX):
             name = KAFKA_PREFIX + var[len(_KAFKA_ENV_PREFIX) :].lower().replace("_", ".")
         if name is None:
@@ -189,7 +225,51 @@ def _env_layer(env: Mapping[str, str], problems: list[str]) -> dict[str, _Raw]:
             )
             continue
         layer[name] = _Raw(env[var], f"environment variable {var}")
-    return layer
+    return layer, filter_vars
+
+
+def _resolve_filter_vars(
+    filter_vars: list[str], env: Mapping[str, str], layers: list[dict[str, _Raw]], problems: list[str]
+) -> dict[str, _Raw]:
+    """Filter keys set by ``MONGOCDC_SNAPSHOT_COLLECTION_FILTER_OVERRIDES_<DB>_<COLL>`` variables.
+
+    Database and collection names may hold ``_`` (and any case), so a variable
+    is matched against the variables of the collections listed in
+    ``snapshot.collection.filter.overrides`` (from any source), not split.
+    """
+    if not filter_vars:
+        return {}
+    raw_list: object = PROPERTIES[_FILTER_LIST].default
+    for layer in layers:
+        raw = layer.get(_FILTER_LIST)
+        if raw is not None and raw.value is not None:
+            raw_list = raw.value
+    try:
+        listed = PROPERTIES[_FILTER_LIST].parse(raw_list)
+    except InvalidValueError:
+        return {}  # the list's own problem is reported; guessing namespaces would only add noise
+    if not isinstance(listed, tuple):
+        return {}
+    by_var: dict[str, list[str]] = {}
+    for namespace in listed:
+        by_var.setdefault(env_var_for(FILTER_OVERRIDE_PREFIX + str(namespace)), []).append(str(namespace))
+    resolved: dict[str, _Raw] = {}
+    for var in filter_vars:
+        matches = by_var.get(var, [])
+        if len(matches) == 1:
+            resolved[FILTER_OVERRIDE_PREFIX + matches[0]] = _Raw(env[var], f"environment variable {var}")
+        elif matches:
+            problems.append(
+                f"environment variable {var} matches several collections listed in {_FILTER_LIST} "
+                f"({', '.join(matches)}); set their filters in the config file or with flags instead"
+            )
+        else:
+            problems.append(
+                f"environment variable {var} sets a snapshot filter for a collection not listed in {_FILTER_LIST}; "
+                f"list the collection there (the variable is {_FILTER_ENV_PREFIX}<DATABASE>_<COLLECTION>, "
+                "dots as underscores, upper case)"
+            )
+    return resolved
 
 
 def _overrides_layer(overrides: Mapping[str, object], problems: list[str]) -> dict[str, _Raw]:
@@ -287,10 +367,22 @@ def _flatten(
             problems.append(f"config file {path}: key {key!r}{where} is not a property name (a string)")
             continue
         segments = (*parents, key)
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping) and not _is_filter_document(segments):
             yield from _flatten(value, segments, path, problems)
         else:
             yield segments, value
+
+
+def _is_filter_document(segments: tuple[str, ...]) -> bool:
+    """Whether a mapping under these keys is a snapshot filter's query document (kept whole, not flattened).
+
+    That is when the key names a collection: ``snapshot.collection.filter.overrides.<database>.<collection>``.
+    """
+    name = ".".join(segments)
+    if not is_filter_override_key(name):
+        return False
+    database, dot, collection = name[len(FILTER_OVERRIDE_PREFIX) :].partition(".")
+    return bool(database and dot and collection)
 
 
 def _spell(segments: tuple[str, ...]) -> str:

@@ -31,6 +31,9 @@ CaptureMode = Literal[
 ]
 SnapshotMode = Literal["initial", "initial_only", "no_data", "when_needed", "always"]
 OffsetStorage = Literal["sqlite", "kafka"]
+ConnectionMode = Literal["sharded", "replica_set"]
+OversizeHandlingMode = Literal["fail", "skip", "split"]
+Operation = Literal["c", "u", "d", "t"]
 
 
 @dataclass(frozen=True)
@@ -170,3 +173,50 @@ def namespace_problem(namespace: str) -> str | None:
     if collection.startswith("system."):
         return "system.* collections cannot be captured"
     return None
+
+
+# --- field paths (field.exclude.list, field.renames) ------------------------------
+
+
+def field_path_problem(path: str) -> str | None:
+    """Why ``path`` is not ``<database>.<collection>.<field>[.<nested>…]``, or ``None`` when it is.
+
+    The database and collection parts may contain ``*`` wildcards (as in
+    Debezium); the field path may not.
+    """
+    segments = path.split(".")
+    if len(segments) < 3:
+        return "expected <database>.<collection>.<field> (nested fields as <field>.<nested>)"
+    if any(not segment.strip() for segment in segments):
+        return "a path segment is empty (two dots in a row, or a leading or trailing dot)"
+    if any(segment != segment.strip() for segment in segments):
+        return "a path segment starts or ends with a blank"
+    if any("*" in segment for segment in segments[2:]):
+        return "'*' is allowed only in the database and collection parts"
+    if any(segment.startswith("$") for segment in segments[2:]):
+        return "a field name must not start with '$'"
+    return None
+
+
+def field_rename_problem(rename: str) -> str | None:
+    """Why ``rename`` is not ``<database>.<collection>.<field path>:<new name>``, or ``None`` when it is."""
+    path, colon, new_name = rename.partition(":")
+    if not colon:
+        return "expected <database>.<collection>.<field path>:<new name> (the ':' is missing)"
+    problem = field_path_problem(path.strip())
+    if problem:
+        return problem
+    new_name = new_name.strip()
+    if not new_name:
+        return "the new name after ':' is empty"
+    if any(c in new_name for c in ".:*") or new_name.startswith("$"):
+        return "the new name is one field name: no '.', ':' or '*', and not starting with '$'"
+    return None
+
+
+REPLICATION_FACTOR_ACCEPTED: Final = "-1 (the broker's default.replication.factor) or a whole number >= 1"
+
+
+def check_replication_factor(value: int) -> None:
+    if value == 0 or value < -1:
+        raise InvalidValueError(f"expected {REPLICATION_FACTOR_ACCEPTED}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mongocdc.config.settings import KAFKA_PREFIX, PROPERTIES
+from mongocdc.config.settings import FILTER_OVERRIDE_PREFIX, KAFKA_PREFIX, PROPERTIES
 from mongocdc.config.values import ChoiceType
 
 
@@ -11,7 +11,8 @@ def render_reference_markdown() -> str:
 
     Choices are listed for enumerated properties; the environment variable of
     each property is ``MONGOCDC_`` plus the name in upper case with dots as
-    underscores. The last row documents the ``kafka.*`` pass-through.
+    underscores. A row after ``snapshot.collection.filter.overrides`` documents
+    its per-collection keys; the last row documents the ``kafka.*`` pass-through.
     """
     rows = ["| Property | Default | Description |", "|---|---|---|"]
     for prop in PROPERTIES.values():
@@ -21,6 +22,17 @@ def render_reference_markdown() -> str:
             aliases = "".join(f" (`{old}` = `{new}`)" for old, new in prop.value_type.aliases.items())
             description += f" One of {choices}{aliases}."
         rows.append(f"| `{prop.name}` | {_default(prop.render(prop.default))} | {_cell(description)} |")
+        if prop.name == FILTER_OVERRIDE_PREFIX.rstrip("."):
+            rows.append(
+                f"| `{FILTER_OVERRIDE_PREFIX}<database>.<collection>` | — | "
+                + _cell(
+                    "The query document (relaxed extended JSON text, or a YAML mapping in the config file) that "
+                    "selects the documents a snapshot of a listed collection reads, e.g. "
+                    '`{"status": "open", "_id": {"$gt": {"$oid": "…"}}}`; its environment variable is the key in '
+                    "upper case with dots as underscores."
+                )
+                + " |"
+            )
     rows.append(
         f"| `{KAFKA_PREFIX}*` | | "
         + _cell(

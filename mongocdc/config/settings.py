@@ -10,32 +10,50 @@ The README's configuration reference is rendered from the same fields.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import difflib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
+
+from bson import json_util
+from bson.errors import BSONError
 
 from mongocdc.config.properties import (
     PROPERTY_METADATA_KEY,
+    REPLICATION_FACTOR_ACCEPTED,
     CaptureMode,
     CaptureScope,
+    ConnectionMode,
     OffsetStorage,
+    OversizeHandlingMode,
     Property,
     SnapshotMode,
     check_bootstrap_servers,
     check_connection_string,
+    check_replication_factor,
     check_topic_name,
     check_topic_prefix,
     choice,
     database_name_problem,
     env_var_for,
+    field_path_problem,
+    field_rename_problem,
     namespace_problem,
     setting,
 )
 from mongocdc.config.redaction import redact_value
-from mongocdc.config.values import BoolType, IntType, InvalidValueError, RegexListType, StringType
+from mongocdc.config.values import (
+    BoolType,
+    CommaListType,
+    FlagSetType,
+    IntType,
+    InvalidValueError,
+    RegexListType,
+    StringType,
+)
 from mongocdc.errors import ConfigError
 
 SYSTEM_DATABASES: Final = frozenset({"admin", "config", "local"})
@@ -44,11 +62,23 @@ SYSTEM_DATABASES: Final = frozenset({"admin", "config", "local"})
 KAFKA_PREFIX: Final = "kafka."
 """Properties under this prefix go to librdkafka without it (``kafka.security.protocol`` → ``security.protocol``)."""
 
+FILTER_OVERRIDE_PREFIX: Final = "snapshot.collection.filter.overrides."
+"""``snapshot.collection.filter.overrides.<database>.<collection>``: the snapshot query of one listed collection."""
+
+FILTER_JSON_OPTIONS: Final = json_util.RELAXED_JSON_OPTIONS.with_options(tz_aware=True, tzinfo=datetime.UTC)
+"""How snapshot filter JSON is read: relaxed extended JSON (``{"$oid": …}``, ``{"$date": …}``), aware datetimes."""
+
 _STRING = StringType()
 _BOOL = BoolType()
 _REGEX_LIST = RegexListType()
 _NON_NEGATIVE = IntType(minimum=0)
 _POSITIVE = IntType(minimum=1)
+_PORT = IntType(minimum=0, maximum=65535)
+_REPLICATION_FACTOR = IntType(minimum=-(2**31), accepted=REPLICATION_FACTOR_ACCEPTED)
+_NAMESPACE_LIST = CommaListType("<database>.<collection>", namespace_problem)
+_FIELD_PATH_LIST = CommaListType("<database>.<collection>.<field path>", field_path_problem)
+_FIELD_RENAME_LIST = CommaListType("<database>.<collection>.<field path>:<new name>", field_rename_problem)
+_OPERATIONS = FlagSetType(("c", "u", "d", "t"))
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -93,6 +123,30 @@ class Settings:
         "event's source block; required by capture commands.",
         validator=check_topic_prefix,
         flag="--topic-prefix",
+    )
+
+    # --- topology --------------------------------------------------------------
+    mongodb_connection_mode: ConnectionMode = setting(
+        "mongodb.connection.mode",
+        choice(ConnectionMode),
+        "sharded",
+        "How a sharded cluster is captured: `sharded` (one change stream through mongos, in global order) or "
+        "`replica_set` (one change stream per shard replica set, discovered from the config servers); a replica "
+        "set is always captured with one stream.",
+    )
+    tasks_max: int = setting(
+        "tasks.max",
+        _POSITIVE,
+        1,
+        "Maximum number of tasks in `replica_set` connection mode; shard replica sets are spread over them, "
+        "several may share a task, each still on its own thread.",
+    )
+    mongodb_poll_interval_ms: int = setting(
+        "mongodb.poll.interval.ms",
+        _POSITIVE,
+        30000,
+        "Milliseconds between checks of a sharded cluster's config servers for added or removed shards "
+        "(`replica_set` connection mode).",
     )
 
     # --- what is captured ----------------------------------------------------
@@ -154,6 +208,59 @@ class Settings:
         "(then stop), `no_data` or `never` (stream only), `when_needed` (also when the resume position is lost), "
         "`always` (on every start).",
     )
+    snapshot_max_threads: int = setting(
+        "snapshot.max.threads",
+        _POSITIVE,
+        1,
+        "Number of collections snapshotted in parallel, each by its own thread.",
+    )
+    snapshot_fetch_size: int = setting(
+        "snapshot.fetch.size",
+        _POSITIVE,
+        2048,
+        "Documents per chunk of a snapshot's `_id`-ordered collection scan; a snapshot resumes after the last "
+        "chunk it completed.",
+    )
+    snapshot_include_collection_list: tuple[str, ...] = setting(
+        "snapshot.include.collection.list",
+        _REGEX_LIST,
+        (),
+        "Comma-separated regular expressions matched against whole `<database>.<collection>` names "
+        "(case-insensitive); only matching captured collections are snapshotted. Empty: every captured collection.",
+    )
+    snapshot_collection_filter_overrides: tuple[str, ...] = setting(
+        "snapshot.collection.filter.overrides",
+        _NAMESPACE_LIST,
+        (),
+        "Comma-separated `<database>.<collection>` names whose snapshot reads only the documents matching a "
+        "query; each needs `snapshot.collection.filter.overrides.<database>.<collection>` set to the query "
+        'document as (extended) JSON, e.g. `{"status": "open"}`.',
+    )
+
+    # --- what events carry -----------------------------------------------------
+    field_exclude_list: tuple[str, ...] = setting(
+        "field.exclude.list",
+        _FIELD_PATH_LIST,
+        (),
+        "Comma-separated `<database>.<collection>.<field>[.<nested>…]` paths removed from event values (also "
+        "inside arrays of subdocuments and from update descriptions); `*` in the database or collection part "
+        "matches any characters.",
+    )
+    field_renames: tuple[str, ...] = setting(
+        "field.renames",
+        _FIELD_RENAME_LIST,
+        (),
+        "Comma-separated `<database>.<collection>.<field path>:<new name>` renames of fields in event values, "
+        "applied in order after `field.exclude.list`; `*` in the database or collection part matches any "
+        "characters.",
+    )
+    skipped_operations: tuple[str, ...] = setting(
+        "skipped.operations",
+        _OPERATIONS,
+        ("t",),
+        "Comma-separated operations whose events are not emitted: `c` (inserts), `u` (updates and replaces), "
+        "`d` (deletes), `t` (truncates), or `none` to emit every operation.",
+    )
 
     # --- Kafka ---------------------------------------------------------------
     kafka_bootstrap_servers: str = setting(
@@ -190,6 +297,21 @@ class Settings:
         500,
         "Milliseconds one change-stream poll waits for new events before returning an empty batch.",
     )
+    cursor_oversize_handling_mode: OversizeHandlingMode = setting(
+        "cursor.oversize.handling.mode",
+        choice(OversizeHandlingMode),
+        "fail",
+        "What happens to a change event larger than MongoDB's 16 MiB BSON limit or `cursor.oversize.skip."
+        "threshold`: `fail` (stop with an error), `skip` (log and drop it), `split` (read it in fragments with "
+        "`$changeStreamSplitLargeEvent`, MongoDB 6.0.9 or later).",
+    )
+    cursor_oversize_skip_threshold: int = setting(
+        "cursor.oversize.skip.threshold",
+        _NON_NEGATIVE,
+        0,
+        "Bytes of a changed document (before and after images) above which its events are skipped when "
+        "`cursor.oversize.handling.mode` is `skip`; 0 uses the Kafka producer's message size limit.",
+    )
 
     # --- offsets -------------------------------------------------------------
     offset_storage: OffsetStorage = setting(
@@ -211,6 +333,20 @@ class Settings:
         "mongocdc-offsets",
         "Compacted Kafka topic holding the offsets when `offset.storage` is `kafka`.",
         validator=check_topic_name,
+    )
+    offset_storage_partitions: int = setting(
+        "offset.storage.partitions",
+        _POSITIVE,
+        25,
+        "Partitions of `offset.storage.topic` when mongocdc creates it.",
+    )
+    offset_storage_replication_factor: int = setting(
+        "offset.storage.replication.factor",
+        _REPLICATION_FACTOR,
+        -1,
+        "Replication factor of `offset.storage.topic` when mongocdc creates it; -1 uses the broker's "
+        "`default.replication.factor`.",
+        validator=check_replication_factor,
     )
     offset_flush_interval_ms: int = setting(
         "offset.flush.interval.ms",
@@ -276,14 +412,27 @@ class Settings:
         validator=check_topic_name,
     )
 
+    # --- monitoring ------------------------------------------------------------
+    metrics_port: int = setting(
+        "metrics.port",
+        _PORT,
+        0,
+        "TCP port of the Prometheus metrics endpoint (`http://<host>:<port>/metrics`); 0 disables it.",
+        flag="--metrics-port",
+    )
+
     # --- not properties --------------------------------------------------------
     kafka_client: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    snapshot_filter_overrides: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Snapshot query (extended JSON text) by ``<database>.<collection>``, from the
+    ``snapshot.collection.filter.overrides.<database>.<collection>`` properties."""
     _filters: _NamespaceFilter = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         client = {key: str(value) for key, value in self.kafka_client.items()}
         client["bootstrap.servers"] = self.kafka_bootstrap_servers
         object.__setattr__(self, "kafka_client", FrozenMapping(client))
+        object.__setattr__(self, "snapshot_filter_overrides", FrozenMapping(dict(self.snapshot_filter_overrides)))
         problems = [
             problem
             for prop in PROPERTIES.values()
@@ -291,6 +440,13 @@ class Settings:
         ]
         values = {name: getattr(self, prop.attr) for name, prop in PROPERTIES.items()}
         problems += consistency_problems(values)
+        for namespace, text in self.snapshot_filter_overrides.items():
+            problem = filter_override_problem(FILTER_OVERRIDE_PREFIX + namespace, text, None)
+            if problem:
+                problems.append(problem)
+        problems += filter_override_list_problems(
+            self.snapshot_collection_filter_overrides, set(self.snapshot_filter_overrides)
+        )
         if problems:
             raise config_error(problems)
         object.__setattr__(self, "_filters", _NamespaceFilter(self))
@@ -305,6 +461,8 @@ class Settings:
             return getattr(self, prop.attr)
         if property_name.startswith(KAFKA_PREFIX) and len(property_name) > len(KAFKA_PREFIX):
             return self.kafka_client.get(property_name[len(KAFKA_PREFIX) :])
+        if is_filter_override_key(property_name):
+            return self.snapshot_filter_overrides.get(property_name[len(FILTER_OVERRIDE_PREFIX) :])
         raise ConfigError(f"unknown property {property_name!r}{did_you_mean(property_name, PROPERTIES)}")
 
     def require(self, property_name: str, *also: str) -> str:
@@ -341,7 +499,19 @@ class Settings:
             name = KAFKA_PREFIX + key
             if name not in PROPERTIES:
                 shown[name] = redact_value(name, value) if redact else value
+        for namespace, text in self.snapshot_filter_overrides.items():
+            shown[FILTER_OVERRIDE_PREFIX + namespace] = text
         return dict(sorted(shown.items()))
+
+    def snapshot_filter(self, db: str, coll: str) -> dict[str, Any] | None:
+        """The query document a snapshot of ``db.coll`` reads with, or ``None`` to read every document.
+
+        Parsed from ``snapshot.collection.filter.overrides.<db>.<coll>`` as relaxed
+        extended JSON (``{"$oid": …}`` → ``ObjectId``, ``{"$date": …}`` → an aware
+        ``datetime``); a fresh dict on each call, so callers may change it.
+        """
+        text = self.snapshot_filter_overrides.get(f"{db}.{coll}")
+        return None if text is None else parse_filter(text)
 
     def is_database_included(self, db: str) -> bool:
         """Whether database ``db`` is captured: not a system database, within ``capture.target``, filters passed."""
@@ -360,6 +530,7 @@ class Settings:
             fields.append(f"{prop.attr}={value!r}")
         client = {key: redact_value(KAFKA_PREFIX + key, value) for key, value in self.kafka_client.items()}
         fields.append(f"kafka_client={client!r}")
+        fields.append(f"snapshot_filter_overrides={dict(self.snapshot_filter_overrides)!r}")
         return f"Settings({', '.join(fields)})"
 
 
@@ -510,6 +681,78 @@ def _capture_target_problem(scope: object, target: object) -> str | None:
     if reason is None:
         return None
     return f"capture.target: invalid value {text!r} for capture.scope {scope}: {reason} (for example {example})"
+
+
+def is_filter_override_key(name: str) -> bool:
+    """Whether ``name`` is a ``snapshot.collection.filter.overrides.<…>`` key (its namespace is checked later)."""
+    return name.startswith(FILTER_OVERRIDE_PREFIX) and len(name) > len(FILTER_OVERRIDE_PREFIX)
+
+
+def parse_filter(text: str) -> dict[str, Any]:
+    """The query document of a snapshot filter; ``InvalidValueError`` with the JSON parser's message."""
+    try:
+        document = json_util.loads(text, json_options=FILTER_JSON_OPTIONS)
+    except (ValueError, TypeError, BSONError) as exc:
+        raise InvalidValueError(f"not valid (extended) JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise InvalidValueError(
+            f'expected a JSON object (a MongoDB query document such as {{"status": "open"}}), '
+            f"not {type(document).__name__}"
+        )
+    return document
+
+
+def filter_text(raw: object) -> str:
+    """A filter value as JSON text: a string as is, a mapping (a YAML or Python query document) serialised."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, Mapping):
+        try:
+            return str(json_util.dumps(dict(raw), json_options=FILTER_JSON_OPTIONS))
+        except (ValueError, TypeError, BSONError) as exc:
+            raise InvalidValueError(f"cannot be written as JSON: {exc}") from None
+    raise InvalidValueError("expected a query document as JSON text (quote it in YAML) or a YAML mapping")
+
+
+def filter_override_problem(name: str, raw: object, origin: str | None) -> str | None:
+    """Why the value of the filter key ``name`` is not acceptable (bad namespace, bad JSON), or ``None``."""
+    namespace = name[len(FILTER_OVERRIDE_PREFIX) :]
+    reason = namespace_problem(namespace)
+    if reason is not None:
+        source = f" from {origin}" if origin else ""
+        return (
+            f"{name}{source}: {namespace!r} is not a collection name ({reason}); the key is "
+            f"{FILTER_OVERRIDE_PREFIX}<database>.<collection>"
+        )
+    try:
+        parse_filter(filter_text(raw))
+    except InvalidValueError as exc:
+        return describe_invalid(name, raw, str(exc), origin)
+    return None
+
+
+def filter_override_list_problems(listed: tuple[str, ...], keyed: set[str]) -> list[str]:
+    """Filters set for collections not in ``snapshot.collection.filter.overrides``, and listed ones without one.
+
+    As in Debezium, the list enables the per-collection keys, and each listed
+    collection needs its key.
+    """
+    problems: list[str] = []
+    list_name = FILTER_OVERRIDE_PREFIX.rstrip(".")
+    for namespace in sorted(keyed - set(listed)):
+        if namespace_problem(namespace) is not None:
+            continue  # reported with the key
+        problems.append(
+            f"{FILTER_OVERRIDE_PREFIX}{namespace} is set but {namespace} is not listed in {list_name}; "
+            f"add it to {list_name} (which enables the filter) or remove the key"
+        )
+    for namespace in listed:
+        if namespace not in keyed:
+            problems.append(
+                f"{list_name} lists {namespace} but {FILTER_OVERRIDE_PREFIX}{namespace} is not set; set it to the "
+                'query document of its snapshot (for example {"status": "open"}) or remove it from the list'
+            )
+    return problems
 
 
 def config_error(problems: list[str]) -> ConfigError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -61,9 +61,16 @@ class IntType(ValueType):
     """A whole number of at least ``minimum``."""
 
     minimum: int = 0
+    maximum: int | None = None
+    accepted: str | None = None
+    """Replaces the generated description when a validator narrows the range (``"-1 or a whole number >= 1"``)."""
 
     @property
     def description(self) -> str:
+        if self.accepted is not None:
+            return self.accepted
+        if self.maximum is not None:
+            return f"a whole number from {self.minimum} to {self.maximum}"
         return f"a whole number >= {self.minimum}"
 
     def parse(self, raw: object) -> object:
@@ -75,7 +82,7 @@ class IntType(ValueType):
             value = int(raw.strip())
         else:
             raise InvalidValueError(f"expected {self.description}")
-        if value < self.minimum:
+        if value < self.minimum or (self.maximum is not None and value > self.maximum):
             raise InvalidValueError(f"expected {self.description}")
         return value
 
@@ -150,6 +157,89 @@ class RegexListType(ValueType):
         if not isinstance(value, tuple):
             return value
         return join_patterns(tuple(str(pattern) for pattern in value))
+
+
+ItemCheck = Callable[[str], str | None]
+"""Why one list item is not accepted (a phrase such as ``"expected <database>.<collection>"``), or ``None``."""
+
+
+@dataclass(frozen=True)
+class CommaListType(ValueType):
+    """Plain strings, written comma-separated or as a YAML list; blanks are dropped, each item is checked.
+
+    The typed value is a tuple of the items in the order given, duplicates removed.
+    """
+
+    item: str
+    """What one item is, as a noun phrase (``"<database>.<collection>"``)."""
+    check: ItemCheck | None = None
+
+    @property
+    def description(self) -> str:
+        return f"a comma-separated list of {self.item}"
+
+    def parse(self, raw: object) -> object:
+        if isinstance(raw, str):
+            items = [part.strip() for part in raw.split(",")]
+        elif isinstance(raw, list | tuple) and all(isinstance(item, str) for item in raw):
+            items = [item.strip() for item in raw]
+        else:
+            raise InvalidValueError(f"expected {self.description} or a YAML list of them")
+        unique = tuple(dict.fromkeys(item for item in items if item))
+        if self.check is not None:
+            for item in unique:
+                reason = self.check(item)
+                if reason is not None:
+                    raise InvalidValueError(f"{item!r}: {reason}; expected {self.description}")
+        return unique
+
+    def render(self, value: object) -> object:
+        if not isinstance(value, tuple):
+            return value
+        return ",".join(str(item) for item in value)
+
+
+@dataclass(frozen=True)
+class FlagSetType(ValueType):
+    """A set of single-word flags (``c,u,d``) written comma-separated or as a YAML list, or ``none`` for no flag.
+
+    The typed value is a tuple of the flags in the order of ``flags``; ``none``
+    (alone) and an empty YAML list give ``()``.
+    """
+
+    flags: tuple[str, ...]
+    none: str = "none"
+
+    @property
+    def description(self) -> str:
+        return f"a comma-separated list of {', '.join(self.flags)}, or {self.none}"
+
+    def parse(self, raw: object) -> object:
+        if isinstance(raw, str):
+            words = [part.strip().lower() for part in raw.split(",")]
+        elif isinstance(raw, list | tuple) and all(isinstance(item, str) for item in raw):
+            words = [item.strip().lower() for item in raw]
+        else:
+            raise InvalidValueError(f"expected {self.description}")
+        words = [word for word in words if word]
+        if isinstance(raw, str) and not words:
+            raise InvalidValueError(f"expected {self.description} (write {self.none} for no flag)")
+        if self.none in words:
+            if len(words) > 1:
+                raise InvalidValueError(
+                    f"{self.none} cannot be combined with other values; expected {self.description}"
+                )
+            return ()
+        unknown = [word for word in words if word not in self.flags]
+        if unknown:
+            shown = ", ".join(repr(word) for word in unknown)
+            raise InvalidValueError(f"unknown value {shown}; expected {self.description}")
+        return tuple(flag for flag in self.flags if flag in words)
+
+    def render(self, value: object) -> object:
+        if not isinstance(value, tuple):
+            return value
+        return ",".join(str(flag) for flag in value) if value else self.none
 
 
 def split_patterns(text: str) -> tuple[str, ...]:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mongocdc.engine.acks import AckTracker
+from mongocdc.engine.metrics import Metrics
+from mongocdc.errors import OversizedEventError
 from mongocdc.events.changes import ControlChange, StreamedChange
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.events.model import ChangeEvent, Op
@@ -62,6 +64,7 @@ class StreamStats:
     events: dict[str, int] = field(default_factory=lambda: {"c": 0, "u": 0, "d": 0, "r": 0})
     tombstones: int = 0
     control_events: int = 0
+    skipped: int = 0
     commits: int = 0
     last_committed: Position | None = None
 
@@ -75,6 +78,7 @@ class StreamStats:
             "total": self.total,
             "tombstones": self.tombstones,
             "control_events": self.control_events,
+            "skipped": self.skipped,
             "commits": self.commits,
             "last_committed": self.last_committed.to_offset() if self.last_committed else None,
         }
@@ -86,6 +90,12 @@ class StreamOptions:
     partition: str
     flush_interval_s: float = 60.0
     tombstones_on_delete: bool = True
+    skipped_operations: frozenset[str] = frozenset()
+    """Operation codes (``c``, ``u``, ``d``) not written to Kafka (``skipped.operations``)."""
+    oversize_mode: str = "fail"
+    """``cursor.oversize.handling.mode``: ``fail`` stops with the key; ``skip`` logs, counts and goes on."""
+    oversize_threshold: int = 0
+    """Events larger than this many bytes count as oversized (0: only what Kafka refuses)."""
     flush_timeout_s: float | None = None
     """How long a graceful stop waits for Kafka's acknowledgements (None: until they come)."""
 
@@ -112,6 +122,7 @@ class StreamingTask:
         clock: Callable[[], float] = time.monotonic,
         wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         on_status: Callable[[StreamStats], None] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.source = source
         self.sink = sink
@@ -123,6 +134,10 @@ class StreamingTask:
         self._wall_ms = wall_clock_ms
         self._tracker: AckTracker[Position] = AckTracker()
         self._on_status = on_status
+        self.metrics = metrics or Metrics(options.connector)
+        self.metrics.register_partition(options.partition)
+        self._reconnects_seen = 0
+        self._elections_seen = 0
         self.stats = StreamStats()
 
     def stored_position(self) -> Position | None:
@@ -147,6 +162,7 @@ class StreamingTask:
                 start.ord,
             )
         self.source.open(start)
+        self.metrics.set_connected(self.options.partition, True)
         try:
             opened_at = self.source.position
             if opened_at is not None:
@@ -164,6 +180,7 @@ class StreamingTask:
                     log.info("%s event on %s.%s", item.operation_type, item.db, item.collection)
                 self._tracker.add_position(item.position)
                 self.sink.poll(0)
+                self._observe_source()
                 if self._clock() >= next_commit:
                     self._commit_acknowledged()
                     next_commit = self._clock() + self.options.flush_interval_s
@@ -173,13 +190,51 @@ class StreamingTask:
             raise
         finally:
             self.source.close()
+            self.metrics.set_connected(self.options.partition, False)
         return self.stats
 
+    def _observe_source(self) -> None:
+        reconnects = int(getattr(self.source, "reconnects", 0))
+        while self._reconnects_seen < reconnects:
+            self._reconnects_seen += 1
+            self.metrics.record_disconnect(self.options.partition)
+            self.metrics.set_connected(self.options.partition, True)
+        elections = int(getattr(self.source, "elections", 0))
+        while self._elections_seen < elections:
+            self._elections_seen += 1
+            self.metrics.record_election(self.options.partition)
+        self.metrics.set_in_flight(self._tracker.in_flight)
+
+    def _skip(self, reason: str) -> None:
+        self.stats.skipped += 1
+        self.metrics.record_skipped(self.options.partition, reason)
+
     def _emit(self, event: ChangeEvent) -> None:
+        if event.op.value in self.options.skipped_operations:
+            self._skip("skipped_operation")
+            return
         topic = self.codec.topic(event)
         key = self.codec.key(event)
-        self._produce(topic, key, self.codec.value(event, self._wall_ms()))
+        now_ms = self._wall_ms()
+        value = self.codec.value(event, now_ms)
+        try:
+            if self.options.oversize_threshold and len(value) > self.options.oversize_threshold:
+                raise OversizedEventError(
+                    f"the event for key {key.decode('utf-8', 'replace')} in {topic} is {len(value)} bytes, more than "
+                    f"cursor.oversize.skip.threshold={self.options.oversize_threshold}"
+                )
+            self._produce(topic, key, value)
+        except OversizedEventError as oversized:
+            if self.options.oversize_mode != "skip":
+                raise
+            log.warning("skipped (cursor.oversize.handling.mode=skip): %s", oversized.message)
+            self._skip("oversized")
+            return
         self.stats.events[event.op.value] += 1
+        source = event.source
+        self.metrics.record_event(
+            self.options.partition, event.op.value, source.ts_ms, now_ms, sec=source.sec, ord=source.ord
+        )
         if event.op is Op.DELETE and self.options.tombstones_on_delete:
             self._produce(topic, key, None)
             self.stats.tombstones += 1
@@ -187,7 +242,11 @@ class StreamingTask:
     def _produce(self, topic: str, key: bytes, value: bytes | None) -> None:
         seq = self._tracker.issue()
         tracker = self._tracker
-        self.sink.produce(topic, key, value, on_ack=lambda: tracker.acked(seq))
+        try:
+            self.sink.produce(topic, key, value, on_ack=lambda: tracker.acked(seq))
+        except OversizedEventError:
+            tracker.acked(seq)  # never sent: nothing to wait for
+            raise
 
     def _commit_acknowledged(self) -> None:
         position = self._tracker.committable()
@@ -195,6 +254,7 @@ class StreamingTask:
             self.store.commit(self.options.connector, self.options.partition, position.to_offset())
             self.stats.commits += 1
             self.stats.last_committed = position
+            self.metrics.record_commit(self.options.partition)
             log.debug("committed sec=%d ord=%d", position.sec, position.ord)
         if self._on_status is not None:
             self._on_status(self.stats)

@@ -9,10 +9,10 @@ Timestamp), ``wallTime`` (6.0+), ``fullDocument``, ``updateDescription``,
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from bson import Timestamp
 from bson.binary import Binary
@@ -89,23 +89,44 @@ def session_id(lsid: Any) -> str | None:
     return value_to_json(lsid)
 
 
-def _optional_document(change: Mapping[str, Any], field: str) -> str | None:
+class Transforms(Protocol):
+    """Field exclusions and renames (``mongocdc.events.transforms.FieldTransforms``)."""
+
+    def apply_document(self, db: str, coll: str, doc: dict[str, Any]) -> dict[str, Any]: ...
+
+    def apply_update_description(
+        self, db: str, coll: str, updated_fields: Mapping[str, Any], removed_fields: Sequence[str]
+    ) -> tuple[Mapping[str, Any], Sequence[str]]: ...
+
+
+def _optional_document(
+    change: Mapping[str, Any], field: str, ns: tuple[str, str], transforms: Transforms | None
+) -> str | None:
     doc = change.get(field)
     if doc is None:
         return None
+    if transforms is not None:
+        doc = transforms.apply_document(ns[0], ns[1], doc)
     return document_to_json(doc)
 
 
-def _update_description(raw: Mapping[str, Any] | None) -> UpdateDescription | None:
+def _update_description(
+    raw: Mapping[str, Any] | None, ns: tuple[str, str], transforms: Transforms | None
+) -> UpdateDescription | None:
     if raw is None:
         return None
-    updated = raw.get("updatedFields") or {}
-    removed = tuple(str(f) for f in (raw.get("removedFields") or ()))
+    updated: Mapping[str, Any] = raw.get("updatedFields") or {}
+    removed_raw: Sequence[str] = raw.get("removedFields") or ()
+    if transforms is not None:
+        updated, removed_raw = transforms.apply_update_description(ns[0], ns[1], updated, removed_raw)
+    removed = tuple(str(f) for f in removed_raw)
     truncated = tuple((str(t["field"]), int(t["newSize"])) for t in (raw.get("truncatedArrays") or ()))
     return UpdateDescription(document_to_json(updated), removed, truncated)
 
 
-def convert_change(change: Mapping[str, Any], *, rs: str | None = None) -> StreamedChange | ControlChange:
+def convert_change(
+    change: Mapping[str, Any], *, rs: str | None = None, transforms: Transforms | None = None
+) -> StreamedChange | ControlChange:
     """Convert one change document; non-data events come back as :class:`ControlChange`."""
     operation = _get(change, "operationType")
     position = position_of(change)
@@ -131,24 +152,33 @@ def convert_change(change: Mapping[str, Any], *, rs: str | None = None) -> Strea
         lsid=session_id(change.get("lsid")),
         txn_number=int(txn_number) if txn_number is not None else None,
     )
-    before = _optional_document(change, "fullDocumentBeforeChange")
+    ns_pair = (str(db), str(coll))
+    before = _optional_document(change, "fullDocumentBeforeChange", ns_pair, transforms)
     key_json = value_to_json(key["_id"])
     if operation == "insert":
         event = ChangeEvent(
-            Op.CREATE, key_json, source, after=_optional_document(change, "fullDocument"), before=before
+            Op.CREATE,
+            key_json,
+            source,
+            after=_optional_document(change, "fullDocument", ns_pair, transforms),
+            before=before,
         )
     elif operation == "replace":
         event = ChangeEvent(
-            Op.UPDATE, key_json, source, after=_optional_document(change, "fullDocument"), before=before
+            Op.UPDATE,
+            key_json,
+            source,
+            after=_optional_document(change, "fullDocument", ns_pair, transforms),
+            before=before,
         )
     elif operation == "update":
         event = ChangeEvent(
             Op.UPDATE,
             key_json,
             source,
-            after=_optional_document(change, "fullDocument"),
+            after=_optional_document(change, "fullDocument", ns_pair, transforms),
             before=before,
-            update_description=_update_description(change.get("updateDescription")),
+            update_description=_update_description(change.get("updateDescription"), ns_pair, transforms),
         )
     else:
         event = ChangeEvent(Op.DELETE, key_json, source, after=None, before=before)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pymongo import MongoClient
+from pymongo import MongoClient, monitoring
 from pymongo.errors import ConfigurationError, ConnectionFailure, InvalidURI, OperationFailure
 
 from mongocdc.config import redact_text
@@ -18,6 +18,34 @@ log = logging.getLogger("mongocdc.mongo")
 
 AUTH_FAILED = 18
 UNAUTHORIZED = 13
+
+
+class PrimaryWatch(monitoring.TopologyListener):
+    """Counts primary elections: the replica set's primary changing from one member to another."""
+
+    def __init__(self) -> None:
+        self.primary: tuple[str, int | None] | None = None
+        self.elections = 0
+
+    def opened(self, event: monitoring.TopologyOpenedEvent) -> None:
+        pass
+
+    def closed(self, event: monitoring.TopologyClosedEvent) -> None:
+        pass
+
+    def description_changed(self, event: monitoring.TopologyDescriptionChangedEvent) -> None:
+        primaries = [
+            address
+            for address, server in event.new_description.server_descriptions().items()
+            if server.server_type_name == "RSPrimary"
+        ]
+        if not primaries:
+            return
+        new = primaries[0]
+        if self.primary is not None and new != self.primary:
+            self.elections += 1
+            log.warning("primary changed from %s:%s to %s:%s", *self.primary, *new)
+        self.primary = new
 
 
 def _describe_hosts(uri: str) -> str:

@@ -15,7 +15,7 @@ from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from mongocdc.config import redact_text
 from mongocdc.errors import ConfigError, ResumePositionLostError, UnreachableError
-from mongocdc.events.changes import ControlChange, MalformedChangeError, StreamedChange, convert_change
+from mongocdc.events.changes import ControlChange, MalformedChangeError, StreamedChange, Transforms, convert_change
 from mongocdc.events.position import Position
 from mongocdc.retry import Backoff
 
@@ -82,6 +82,8 @@ class MongoChangeStreamSource:
         backoff: Backoff | None = None,
         include: Callable[[str, str], bool] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        primary_watch: Any = None,
+        transforms: Transforms | None = None,
     ) -> None:
         if scope != "deployment" and not target:
             raise ConfigError(f"capture.scope={scope} needs capture.target")
@@ -100,6 +102,13 @@ class MongoChangeStreamSource:
         self._position: Position | None = None
         self._start_after: bool = False
         self.reconnects = 0
+        self._primary_watch = primary_watch
+        self._transforms = transforms
+
+    @property
+    def elections(self) -> int:
+        """Primary elections seen by the client since it connected."""
+        return int(getattr(self._primary_watch, "elections", 0))
 
     @property
     def position(self) -> Position | None:
@@ -128,6 +137,9 @@ class MongoChangeStreamSource:
         token = start.token_document() if start else None
         if token is not None:
             options["start_after" if self._start_after else "resume_after"] = token
+        elif start is not None and start.sec > 0:
+            # A position without a token (`offsets reset --to-timestamp`): start at that cluster time.
+            options["start_at_operation_time"] = Timestamp(start.sec, max(start.ord, 1))
         return options
 
     def _cluster_time_now(self) -> Position:
@@ -151,6 +163,15 @@ class MongoChangeStreamSource:
         if self._position is not None and self._position.resume_token is None:
             token = self._stream.resume_token
             self._position = Position(self._position.sec, self._position.ord, Position.token_bytes(token))
+
+    def current_position(self) -> Position:
+        """Where a change stream opened now would start: recorded before a snapshot reads anything."""
+        self.open(None)
+        try:
+            assert self._position is not None
+            return self._position
+        finally:
+            self.close()
 
     def _with_retry(self, what: str, attempt: Callable[[], Any]) -> Any:
         try:
@@ -196,7 +217,7 @@ class MongoChangeStreamSource:
 
     def _convert(self, change: Mapping[str, Any]) -> Item:
         try:
-            item = convert_change(change, rs=self._rs)
+            item = convert_change(change, rs=self._rs, transforms=self._transforms)
         except MalformedChangeError as exc:
             raise UnreachableError(f"MongoDB returned a change event mongocdc cannot read: {exc}") from exc
         if isinstance(item, StreamedChange) and self._include is not None:

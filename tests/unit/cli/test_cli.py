@@ -94,7 +94,6 @@ def test_unreachable_mongodb_exits_4_naming_the_host(
 
 def test_not_implemented_commands_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (
-        ["snapshot"],
         ["replicate"],
         ["signal", "send"],
         ["failover", "translate"],

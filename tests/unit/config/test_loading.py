@@ -369,3 +369,124 @@ def test_offsets_spec_feeds_load_settings() -> None:
     assert settings.offset_storage_topic == "cdc-offsets"
     message = config_error(overrides=parse_offsets_spec("kafka:bad topic"))
     assert "offset.storage.topic: invalid value 'bad topic' from the command line" in message
+
+
+# --- snapshot filter overrides: dynamic keys from every source ------------------
+
+FILTER_LIST = "snapshot.collection.filter.overrides"
+ORDERS_KEY = f"{FILTER_LIST}.inventory.orders"
+ORDERS_VAR = "MONGOCDC_SNAPSHOT_COLLECTION_FILTER_OVERRIDES_INVENTORY_ORDERS"
+
+
+def test_filter_keys_from_the_file_flat_nested_and_as_yaml_mappings(tmp_path: Path) -> None:
+    config = write(
+        tmp_path,
+        "snapshot.collection.filter.overrides: inventory.orders, inventory.line_items, shop.carts\n"
+        'snapshot.collection.filter.overrides.inventory.orders: \'{"status": "open"}\'\n'
+        "snapshot:\n"
+        "  collection.filter.overrides:\n"
+        "    inventory:\n"
+        "      line_items: {qty: {$gt: 5}, tags: [a, b]}\n"
+        "    shop.carts:\n"
+        "      at: {$gte: 2024-01-01T00:00:00Z}\n",
+    )
+    settings = load_settings(config, {}, {})
+    assert settings.snapshot_filter("inventory", "orders") == {"status": "open"}
+    assert settings.snapshot_filter("inventory", "line_items") == {"qty": {"$gt": 5}, "tags": ["a", "b"]}
+    carts = settings.snapshot_filter("shop", "carts")
+    assert carts is not None
+    assert carts["at"]["$gte"].year == 2024
+
+
+def test_filter_keys_from_env_match_listed_collections_with_underscores_and_case(tmp_path: Path) -> None:
+    env = {
+        ORDERS_VAR: '{"a": 1}',
+        "MONGOCDC_SNAPSHOT_COLLECTION_FILTER_OVERRIDES_MY_DB_LINE_ITEMS": '{"b": 2}',
+    }
+    overrides = {FILTER_LIST: "inventory.orders,my_db.Line_Items"}
+    settings = load_settings(None, env, overrides)
+    assert settings.snapshot_filter_overrides == {"inventory.orders": '{"a": 1}', "my_db.Line_Items": '{"b": 2}'}
+    # the list itself may come from the environment too
+    settings = load_settings(
+        None, {**env, "MONGOCDC_SNAPSHOT_COLLECTION_FILTER_OVERRIDES": "inventory.orders,my_db.Line_Items"}, {}
+    )
+    assert settings.snapshot_filter("my_db", "Line_Items") == {"b": 2}
+
+
+def test_filter_keys_from_flags_and_precedence(tmp_path: Path) -> None:
+    config = write(tmp_path, f'{FILTER_LIST}: inventory.orders\n{ORDERS_KEY}: \'{{"from": "file"}}\'\n')
+    assert load_settings(config, {}, {}).snapshot_filter("inventory", "orders") == {"from": "file"}
+    env = {ORDERS_VAR: '{"from": "env"}'}
+    assert load_settings(config, env, {}).snapshot_filter("inventory", "orders") == {"from": "env"}
+    flags: dict[str, object] = {ORDERS_KEY: '{"from": "flag"}'}
+    assert load_settings(config, env, flags).snapshot_filter("inventory", "orders") == {"from": "flag"}
+    flags = {ORDERS_KEY: {"from": "dict"}, FILTER_LIST: "inventory.orders"}
+    assert load_settings(None, {}, flags).snapshot_filter("inventory", "orders") == {"from": "dict"}
+    assert load_settings(config, env, {ORDERS_KEY: None}).snapshot_filter("inventory", "orders") == {"from": "env"}
+
+
+def test_bad_filter_json_names_the_key_the_origin_and_the_parser_message(tmp_path: Path) -> None:
+    config = write(tmp_path, f"{FILTER_LIST}: inventory.orders\n{ORDERS_KEY}: '{{status: open}}'\n")
+    message = config_error(config)
+    assert f"{ORDERS_KEY}: invalid value '{{status: open}}' from config file {config}" in message
+    assert "not valid (extended) JSON: Expecting property name enclosed in double quotes: line 1 column 2" in message
+
+    message = config_error(None, {ORDERS_VAR: '{"_id": {"$oid": "nope"}}'}, {FILTER_LIST: "inventory.orders"})
+    assert f"from environment variable {ORDERS_VAR}" in message
+    assert "'nope' is not a valid ObjectId" in message
+
+    message = config_error(overrides={FILTER_LIST: "inventory.orders", ORDERS_KEY: "[1, 2]"})
+    assert "expected a JSON object (a MongoDB query document" in message
+    assert "not list" in message
+
+    message = config_error(overrides={FILTER_LIST: "inventory.orders", ORDERS_KEY: 5})
+    assert "expected a query document as JSON text" in message
+
+
+def test_filter_key_for_an_unlisted_collection_is_refused() -> None:
+    message = config_error(overrides={ORDERS_KEY: "{}"})
+    assert f"{ORDERS_KEY} is set but inventory.orders is not listed in {FILTER_LIST}" in message
+    message = config_error(
+        overrides={FILTER_LIST: "inventory.customers", ORDERS_KEY: "{}", f"{FILTER_LIST}.inventory.customers": "{}"}
+    )
+    assert "inventory.orders is not listed" in message
+
+
+def test_listed_collection_without_a_filter_is_refused() -> None:
+    message = config_error(overrides={FILTER_LIST: "inventory.orders"})
+    assert f"{FILTER_LIST} lists inventory.orders but {ORDERS_KEY} is not set" in message
+
+
+def test_bad_namespaces_in_the_list_and_in_keys() -> None:
+    message = config_error(overrides={FILTER_LIST: "inventory"})
+    assert (
+        f"{FILTER_LIST}: invalid value 'inventory' from the command line: 'inventory': expected <database>.<collection>"
+        in message
+    )
+    message = config_error(overrides={f"{FILTER_LIST}.orders": "{}"})
+    assert f"{FILTER_LIST}.orders from the command line: 'orders' is not a collection name" in message
+
+
+def test_filter_env_vars_that_match_nothing_or_several_collections() -> None:
+    message = config_error(None, {"MONGOCDC_SNAPSHOT_COLLECTION_FILTER_OVERRIDES_SHOP_CARTS": "{}"}, {})
+    assert (
+        "MONGOCDC_SNAPSHOT_COLLECTION_FILTER_OVERRIDES_SHOP_CARTS sets a snapshot filter for a collection not listed"
+        in message
+    )
+    message = config_error(
+        None,
+        {"MONGOCDC_SNAPSHOT_COLLECTION_FILTER_OVERRIDES_A_B_C": "{}"},
+        {FILTER_LIST: "a_b.c,a.b_c"},
+    )
+    assert "matches several collections listed in snapshot.collection.filter.overrides (a_b.c, a.b_c)" in message
+
+
+def test_a_bad_list_does_not_add_noise_about_filter_env_vars() -> None:
+    message = config_error(None, {ORDERS_VAR: "{}"}, {FILTER_LIST: "nodot"})
+    assert "invalid value 'nodot'" in message
+    assert ORDERS_VAR not in message
+
+
+def test_unknown_keys_near_the_filter_prefix_are_still_unknown(tmp_path: Path) -> None:
+    message = config_error(write(tmp_path, "snapshot.collection.filter.override: x\n"))
+    assert "unknown property 'snapshot.collection.filter.override'" in message

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import pickle
 from typing import Any
 
 import pytest
+from bson import ObjectId
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -441,3 +443,214 @@ def test_as_properties_fed_back_through_the_environment_gives_equal_settings(
         if value is not None
     }
     assert load_settings(None, env, {}) == first
+
+
+# --- snapshot, topology, field, oversize, offset topic and metrics properties -----
+
+
+def test_defaults_of_the_snapshot_topology_field_and_monitoring_properties() -> None:
+    settings = Settings()
+    assert settings.snapshot_max_threads == 1
+    assert settings.snapshot_fetch_size == 2048
+    assert settings.snapshot_include_collection_list == ()
+    assert settings.snapshot_collection_filter_overrides == ()
+    assert settings.snapshot_filter_overrides == {}
+    assert settings.tasks_max == 1
+    assert settings.mongodb_connection_mode == "sharded"
+    assert settings.mongodb_poll_interval_ms == 30000
+    assert settings.field_exclude_list == ()
+    assert settings.field_renames == ()
+    assert settings.skipped_operations == ("t",)
+    assert settings.cursor_oversize_handling_mode == "fail"
+    assert settings.cursor_oversize_skip_threshold == 0
+    assert settings.offset_storage_partitions == 25
+    assert settings.offset_storage_replication_factor == -1
+    assert settings.metrics_port == 0
+    assert PROPERTIES["metrics.port"].flag == "--metrics-port"
+    assert "kafka.unavailable.timeout.ms" not in PROPERTIES
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "snapshot.max.threads",
+        "snapshot.fetch.size",
+        "tasks.max",
+        "mongodb.poll.interval.ms",
+        "offset.storage.partitions",
+    ],
+)
+def test_positive_counts_refuse_zero(name: str) -> None:
+    message = error(**{name.replace(".", "__"): 0})
+    assert f"{name}: invalid value 0 from the command line: expected a whole number >= 1" in message
+    assert load(**{name.replace(".", "__"): "3"}).get(name) == 3
+
+
+@pytest.mark.parametrize(
+    ("mode", "choices"),
+    [("mongodb.connection.mode", "sharded, replica_set"), ("cursor.oversize.handling.mode", "fail, skip, split")],
+)
+def test_new_choices_list_what_is_accepted(mode: str, choices: str) -> None:
+    assert f"expected one of {choices}" in error(**{mode.replace(".", "__"): "bogus"})
+
+
+def test_connection_and_oversize_modes() -> None:
+    settings = load(mongodb__connection__mode="REPLICA_SET", cursor__oversize__handling__mode="split")
+    assert settings.mongodb_connection_mode == "replica_set"
+    assert settings.cursor_oversize_handling_mode == "split"
+    assert load(cursor__oversize__skip__threshold="1048576").cursor_oversize_skip_threshold == 1048576
+    assert "expected a whole number >= 0" in error(cursor__oversize__skip__threshold=-1)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("0", 0), (9404, 9404), ("65535", 65535)])
+def test_metrics_port_range(raw: object, expected: int) -> None:
+    assert load(metrics__port=raw).metrics_port == expected
+
+
+@pytest.mark.parametrize("raw", [-1, 65536, "http", 80.5])
+def test_metrics_port_out_of_range(raw: object) -> None:
+    assert "metrics.port: invalid value" in (message := error(metrics__port=raw))
+    assert "expected a whole number from 0 to 65535" in message
+
+
+@pytest.mark.parametrize(("raw", "expected"), [(-1, -1), ("1", 1), (3, 3)])
+def test_replication_factor(raw: object, expected: int) -> None:
+    assert load(offset__storage__replication__factor=raw).offset_storage_replication_factor == expected
+
+
+@pytest.mark.parametrize("raw", [0, -2, "-7", "many"])
+def test_replication_factor_refuses_zero_and_below_minus_one(raw: object) -> None:
+    message = error(offset__storage__replication__factor=raw)
+    assert "offset.storage.replication.factor: invalid value" in message
+    assert "expected -1 (the broker's default.replication.factor) or a whole number >= 1" in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("t", ("t",)),
+        ("d,c", ("c", "d")),
+        (" U , t ", ("u", "t")),
+        ("none", ()),
+        ("NONE", ()),
+        (["c", "u", "d", "t"], ("c", "u", "d", "t")),
+        ([], ()),
+    ],
+)
+def test_skipped_operations(raw: object, expected: tuple[str, ...]) -> None:
+    settings = load(skipped__operations=raw)
+    assert settings.skipped_operations == expected
+    assert load(skipped__operations=settings.as_properties()["skipped.operations"]) == settings
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("x", "unknown value 'x'"),
+        ("c,r", "unknown value 'r'"),
+        ("none,c", "none cannot be combined with other values"),
+        (",", "expected a comma-separated list of c, u, d, t, or none (write none for no flag)"),
+        (5, "expected a comma-separated list of c, u, d, t, or none"),
+    ],
+)
+def test_bad_skipped_operations(raw: object, reason: str) -> None:
+    message = error(skipped__operations=raw)
+    assert "skipped.operations: invalid value" in message
+    assert reason in message
+
+
+def test_field_exclude_list_and_renames_are_parsed() -> None:
+    settings = load(
+        field__exclude__list="inventory.orders.secret, *.customers.address.zip,inventory.orders.secret",
+        field__renames=["inv*.orders.customer.phone:tel", "inventory.orders.name : title"],
+    )
+    assert settings.field_exclude_list == ("inventory.orders.secret", "*.customers.address.zip")
+    assert settings.field_renames == ("inv*.orders.customer.phone:tel", "inventory.orders.name : title")
+    again = load_settings(None, {}, settings.as_properties(redact=False))
+    assert again == settings
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("inventory.orders", "expected <database>.<collection>.<field>"),
+        ("inventory..orders.x", "a path segment is empty"),
+        ("inventory.orders.a.", "a path segment is empty"),
+        ("inventory.orders.a*", "'*' is allowed only in the database and collection parts"),
+        ("inventory.orders.$x", "a field name must not start with '$'"),
+    ],
+)
+def test_bad_field_exclude_list(raw: str, reason: str) -> None:
+    message = error(field__exclude__list=raw)
+    assert f"field.exclude.list: invalid value {raw!r} from the command line: {raw!r}: {reason}" in message
+    assert "expected a comma-separated list of <database>.<collection>.<field path>" in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("inventory.orders.name", "the ':' is missing"),
+        ("inventory.orders.name:", "the new name after ':' is empty"),
+        ("inventory.orders.name:a.b", "the new name is one field name"),
+        ("inventory.orders.name:a:b", "the new name is one field name"),
+        ("inventory.orders.name:$x", "the new name is one field name"),
+        ("orders.name:x", "expected <database>.<collection>.<field>"),
+    ],
+)
+def test_bad_field_renames(raw: str, reason: str) -> None:
+    message = error(field__renames=raw)
+    assert "field.renames: invalid value" in message
+    assert reason in message
+    assert "expected a comma-separated list of <database>.<collection>.<field path>:<new name>" in message
+
+
+def test_snapshot_include_collection_list_is_a_regex_list() -> None:
+    assert load(snapshot__include__collection__list="inv\\.a.*,x\\.y").snapshot_include_collection_list == (
+        "inv\\.a.*",
+        "x\\.y",
+    )
+    assert "is not a valid regular expression" in error(snapshot__include__collection__list="a(")
+
+
+# --- snapshot filter overrides ---------------------------------------------------
+
+FILTER_KEY = "snapshot.collection.filter.overrides.inventory.orders"
+
+
+def test_snapshot_filter_parses_relaxed_extended_json() -> None:
+    settings = load_settings(
+        None,
+        {},
+        {
+            "snapshot.collection.filter.overrides": "inventory.orders",
+            FILTER_KEY: '{"_id": {"$gt": {"$oid": "5f0c7b2e9b1e8a3d4c2b1a0f"}}, '
+            '"at": {"$gte": {"$date": "2024-01-01T00:00:00Z"}}, "n": {"$numberLong": "5"}}',
+        },
+    )
+    query = settings.snapshot_filter("inventory", "orders")
+    assert query == {
+        "_id": {"$gt": ObjectId("5f0c7b2e9b1e8a3d4c2b1a0f")},
+        "at": {"$gte": dt.datetime(2024, 1, 1, tzinfo=dt.UTC)},
+        "n": 5,
+    }
+    assert query["at"]["$gte"].tzinfo is not None
+    assert settings.snapshot_filter("inventory", "customers") is None
+    assert settings.snapshot_filter("inventory", "orders") is not query  # a fresh dict each time
+    assert settings.get(FILTER_KEY) == settings.snapshot_filter_overrides["inventory.orders"]
+    assert settings.get("snapshot.collection.filter.overrides.inventory.other") is None
+    assert settings.as_properties()[FILTER_KEY] == settings.snapshot_filter_overrides["inventory.orders"]
+    assert load_settings(None, {}, settings.as_properties(redact=False)) == settings
+    assert "snapshot_filter_overrides={'inventory.orders': " in repr(settings)
+
+
+def test_direct_construction_checks_the_filters() -> None:
+    settings = Settings(snapshot_collection_filter_overrides=("a.b",), snapshot_filter_overrides={"a.b": '{"x": 1}'})
+    assert settings.snapshot_filter("a", "b") == {"x": 1}
+    with pytest.raises(ConfigError, match="not valid \\(extended\\) JSON"):
+        Settings(snapshot_collection_filter_overrides=("a.b",), snapshot_filter_overrides={"a.b": "{x"})
+    with pytest.raises(ConfigError, match="a.b is not listed in snapshot.collection.filter.overrides"):
+        Settings(snapshot_filter_overrides={"a.b": "{}"})
+    with pytest.raises(ConfigError, match="lists a.b but snapshot.collection.filter.overrides.a.b is not set"):
+        Settings(snapshot_collection_filter_overrides=("a.b",))
+    with pytest.raises(ConfigError, match="is not a collection name"):
+        Settings(snapshot_filter_overrides={"nodot": "{}"})

@@ -4,118 +4,16 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from bson import Timestamp
 
 from mongocdc.engine.streaming import StreamingTask, StreamOptions
 from mongocdc.errors import DeliveryError
-from mongocdc.events.changes import convert_change
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.events.position import Position
 from mongocdc.offsets.sqlite import SqliteOffsetStore
-
-
-@dataclass(frozen=True)
-class Idle:
-    position: Position
-
-
-def change(i: int, op: str = "insert") -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "_id": {"_data": f"{i:08d}"},
-        "operationType": op,
-        "clusterTime": Timestamp(1000 + i, 1),
-        "ns": {"db": "shop", "coll": "orders"},
-        "documentKey": {"_id": i},
-    }
-    if op != "delete":
-        doc["fullDocument"] = {"_id": i, "n": i}
-    return doc
-
-
-START = Position(999, 0, Position.token_bytes({"_data": "start"}))
-
-
-class ScriptedSource:
-    """Replays a fixed change history; can fail at a chosen index; sets ``stop`` when exhausted."""
-
-    def __init__(self, history: list[dict[str, Any]], stop: threading.Event, fail_at: int | None = None) -> None:
-        self.items = [convert_change(c, rs="rs0") for c in history]
-        self.stop = stop
-        self.fail_at = fail_at
-        self.index = 0
-        self._position: Position | None = None
-        self.opened_at: Position | None = None
-
-    def open(self, start: Position | None) -> None:
-        self.opened_at = start
-        self.index = 0
-        if start is not None:
-            tokens = [START.resume_token] + [item.position.resume_token for item in self.items]
-            self.index = tokens.index(start.resume_token)
-            self._position = start
-        else:
-            self._position = START
-
-    @property
-    def position(self) -> Position | None:
-        return self._position
-
-    def next(self) -> Any:
-        if self.fail_at is not None and self.index == self.fail_at:
-            raise RuntimeError(f"scripted crash at {self.index}")
-        if self.index >= len(self.items):
-            self.stop.set()
-            assert self._position is not None
-            return Idle(self._position)
-        item = self.items[self.index]
-        self.index += 1
-        self._position = item.position
-        return item
-
-    def close(self) -> None:
-        pass
-
-
-class RecordingSink:
-    """Stands in for the producer in this unit test: acknowledges on poll/flush, or refuses."""
-
-    def __init__(self, refuse_after: int | None = None) -> None:
-        self.records: list[tuple[str, bytes | None, bytes | None]] = []
-        self._pending: list[Callable[[], None]] = []
-        self.refuse_after = refuse_after
-
-    def produce(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        *,
-        headers: Any = None,
-        on_ack: Callable[[], None] | None = None,
-    ) -> None:
-        self.records.append((topic, key, value))
-        if on_ack is not None:
-            self._pending.append(on_ack)
-
-    def poll(self, timeout: float = 0.0) -> None:
-        self._deliver()
-
-    def flush(self, timeout: float | None = None) -> None:
-        self._deliver()
-
-    def _deliver(self) -> None:
-        while self._pending:
-            if self.refuse_after is not None and self.refuse_after <= 0:
-                raise DeliveryError("Kafka rejected an event")
-            if self.refuse_after is not None:
-                self.refuse_after -= 1
-            self._pending.pop(0)()
+from tests.unit.engine.fakes import RecordingSink, ScriptedSource, change
 
 
 def keys_of(sink: RecordingSink) -> list[int]:

@@ -1,0 +1,42 @@
+"""Graceful stop on SIGTERM/SIGINT: stop reading, flush, commit, then exit 0 or 130."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+from mongocdc.errors import ExitCode
+
+log = logging.getLogger("mongocdc")
+
+
+class GracefulStop:
+    """SIGTERM/SIGINT set ``event``; the loop then stops reading, flushes and commits."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signal: int | None = None
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signal is None:
+            log.info("received %s: stopping after the events in flight are acknowledged", signal.Signals(signum).name)
+            self.signal = signum
+        self.event.set()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Handle SIGTERM and SIGINT inside the block; the previous handlers come back after it."""
+        previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    @property
+    def exit_code(self) -> int:
+        return int(ExitCode.INTERRUPTED) if self.signal == signal.SIGINT else int(ExitCode.OK)

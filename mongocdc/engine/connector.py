@@ -1,0 +1,208 @@
+"""One connector task for one source partition: snapshot when the mode asks for it, then stream.
+
+``plan`` decides from ``snapshot.mode`` and the stored offset what a start does;
+``ConnectorTask`` carries it out and, with ``snapshot.mode=when_needed``,
+re-snapshots when the stored resume position has left the oplog.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from mongocdc.engine.metrics import Metrics
+from mongocdc.engine.snapshot import ProgressCallback, Scanner, SnapshotOptions, SnapshotReport, SnapshotRunner
+from mongocdc.engine.streaming import Sink, Source, StreamingTask, StreamOptions, StreamStats
+from mongocdc.errors import ResumePositionLostError
+from mongocdc.events.envelope import EnvelopeCodec
+from mongocdc.events.position import Position
+from mongocdc.events.snapshot import SnapshotState
+from mongocdc.offsets.base import OffsetStore
+
+log = logging.getLogger("mongocdc.connector")
+
+
+class SnapshotKind(StrEnum):
+    NONE = "none"
+    FRESH = "fresh"
+    RESUME = "resume"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    snapshot: SnapshotKind
+    stream: bool
+    reason: str
+
+
+def plan(mode: str, offset: Mapping[str, Any] | None, *, snapshot_only: bool = False) -> Plan:
+    """What a start does, given ``snapshot.mode`` and the stored offset (``None`` when there is none)."""
+    interrupted = bool(offset and offset.get("initsync"))
+    if snapshot_only:
+        if interrupted:
+            return Plan(SnapshotKind.RESUME, False, "an interrupted snapshot continues")
+        return Plan(SnapshotKind.FRESH, False, "snapshot requested")
+    if mode == "no_data":
+        return Plan(SnapshotKind.NONE, True, "snapshot.mode=no_data: streaming only")
+    if interrupted:
+        return Plan(SnapshotKind.RESUME, mode != "initial_only", "an interrupted snapshot continues")
+    if mode == "always":
+        return Plan(SnapshotKind.FRESH, True, "snapshot.mode=always: a snapshot at every start")
+    if offset is None:
+        return Plan(SnapshotKind.FRESH, mode != "initial_only", "no stored offset: initial snapshot")
+    if mode == "initial_only":
+        return Plan(SnapshotKind.NONE, False, "snapshot.mode=initial_only and the snapshot is complete")
+    return Plan(SnapshotKind.NONE, True, "resuming from the stored offset")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOptions:
+    connector: str
+    partition: str
+    rs: str | None = None
+    snapshot_mode: str = "initial"
+    snapshot_max_threads: int = 1
+    flush_interval_s: float = 60.0
+    tombstones_on_delete: bool = True
+    skipped_operations: frozenset[str] = frozenset()
+    oversize_mode: str = "fail"
+    oversize_threshold: int = 0
+
+
+@dataclass(slots=True)
+class TaskResult:
+    plan: Plan
+    snapshot: SnapshotReport | None = None
+    stream: StreamStats | None = None
+    resnapshots: int = 0
+
+
+class ConnectorTask:
+    """Snapshot (per ``plan``) and stream one source partition until ``stop`` is set."""
+
+    def __init__(
+        self,
+        *,
+        source: Source,
+        current_position: Callable[[], Position],
+        scanners: Callable[[], Sequence[Scanner]],
+        sink: Sink,
+        store: OffsetStore,
+        codec: EnvelopeCodec,
+        options: TaskOptions,
+        stop: threading.Event | None = None,
+        transform: Callable[..., Any] | None = None,
+        on_status: Callable[[StreamStats], None] | None = None,
+        on_progress: ProgressCallback | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.source = source
+        self.current_position = current_position
+        self.scanners = scanners
+        self.sink = sink
+        self.store = store
+        self.codec = codec
+        self.options = options
+        self.stop = stop or threading.Event()
+        self.transform = transform
+        self.on_status = on_status
+        self.on_progress = on_progress
+        self.metrics = metrics or Metrics(options.connector)
+
+    def _offset(self) -> dict[str, Any] | None:
+        return self.store.load(self.options.connector, self.options.partition)
+
+    def snapshot(
+        self, kind: SnapshotKind, offset: Mapping[str, Any] | None, *, keep_stream_position: bool
+    ) -> SnapshotReport:
+        """Run a fresh or interrupted snapshot; returns its report (``completed`` false when stopped)."""
+        if kind is SnapshotKind.RESUME:
+            assert offset is not None
+            state = SnapshotState.from_offset(offset)
+            assert state is not None
+            log.info(
+                "continuing the interrupted snapshot (%d collections done)",
+                sum(p.done for p in state.collections.values()),
+            )
+        else:
+            start = self.current_position()
+            resume = start
+            if keep_stream_position and offset is not None:
+                resume = Position.from_offset({**offset, "initsync": False})
+            state = SnapshotState(resume)
+            log.info("snapshot starts; streaming will resume from sec=%d ord=%d", resume.sec, resume.ord)
+        runner = SnapshotRunner(
+            self.sink,
+            self.store,
+            self.codec,
+            SnapshotOptions(
+                connector=self.options.connector,
+                partition=self.options.partition,
+                rs=self.options.rs,
+                max_threads=self.options.snapshot_max_threads,
+                flush_interval_s=self.options.flush_interval_s,
+            ),
+            stop=self.stop,
+            transform=self.transform,
+            on_progress=self.on_progress,
+            metrics=self.metrics,
+        )
+        report = runner.run(self.scanners(), state)
+        if report.completed:
+            # Streaming continues from where the snapshot began; initsync and progress are dropped.
+            self.store.commit(self.options.connector, self.options.partition, state.resume.to_offset())
+            log.info("snapshot completed: %d documents", report.documents)
+        return report
+
+    def stream(self) -> StreamStats:
+        task = StreamingTask(
+            self.source,
+            self.sink,
+            self.store,
+            self.codec,
+            StreamOptions(
+                connector=self.options.connector,
+                partition=self.options.partition,
+                flush_interval_s=self.options.flush_interval_s,
+                tombstones_on_delete=self.options.tombstones_on_delete,
+                skipped_operations=self.options.skipped_operations,
+                oversize_mode=self.options.oversize_mode,
+                oversize_threshold=self.options.oversize_threshold,
+            ),
+            stop=self.stop,
+            on_status=self.on_status,
+            metrics=self.metrics,
+        )
+        return task.run()
+
+    def run(self, *, snapshot_only: bool = False) -> TaskResult:
+        offset = self._offset()
+        decided = plan(self.options.snapshot_mode, offset, snapshot_only=snapshot_only)
+        log.info("%s/%s: %s", self.options.connector, self.options.partition, decided.reason)
+        result = TaskResult(decided)
+        if decided.snapshot is not SnapshotKind.NONE:
+            result.snapshot = self.snapshot(decided.snapshot, offset, keep_stream_position=snapshot_only)
+            if not result.snapshot.completed:
+                return result
+        if not decided.stream or self.stop.is_set():
+            return result
+        while True:
+            try:
+                result.stream = self.stream()
+                return result
+            except ResumePositionLostError as lost:
+                if self.options.snapshot_mode != "when_needed" or result.resnapshots:
+                    raise
+                log.warning(
+                    "%s; snapshot.mode=when_needed: deleting the stored offset and taking a new snapshot",
+                    lost.message,
+                )
+                result.resnapshots += 1
+                self.store.delete(self.options.connector, self.options.partition)
+                result.snapshot = self.snapshot(SnapshotKind.FRESH, None, keep_stream_position=False)
+                if not result.snapshot.completed:
+                    return result

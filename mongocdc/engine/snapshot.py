@@ -1,0 +1,334 @@
+"""The snapshot: every included collection copied as ``op=r`` events, resumable chunk by chunk.
+
+Collections are read in parallel (``snapshot.max.threads``), each by ``_id``-ordered
+chunks. Progress (the last chunk of each collection whose records Kafka all
+acknowledged) is committed with ``initsync: true``, so an interrupted snapshot
+continues where it stopped instead of starting over.
+
+Each worker holds back the last document it read, so the first and last
+document of each collection (and of the whole snapshot) get Debezium's
+``source.snapshot`` markers; a chunk's end is registered only once every
+document of it was handed to the producer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mongocdc.engine.acks import AckTracker
+from mongocdc.engine.metrics import Metrics
+from mongocdc.engine.streaming import Sink
+from mongocdc.events.codec import document_to_json, value_to_json
+from mongocdc.events.envelope import EnvelopeCodec
+from mongocdc.events.model import ChangeEvent, Op, SnapshotMarker, SourceInfo
+from mongocdc.events.snapshot import Chunk, CollectionProgress, ScanPosition, SnapshotState
+from mongocdc.offsets.base import OffsetStore
+
+log = logging.getLogger("mongocdc.snapshot")
+
+DocumentTransform = Callable[[str, str, Mapping[str, Any]], Mapping[str, Any]]
+
+
+class Scanner(Protocol):
+    """One collection, read in ``_id`` order."""
+
+    namespace: str
+
+    def estimated_count(self) -> int: ...
+
+    def chunks(self, start: ScanPosition | None = None) -> Iterator[Chunk]: ...
+
+
+@dataclass(slots=True)
+class CollectionReport:
+    namespace: str
+    estimated: int
+    documents: int = 0
+    seconds: float = 0.0
+    done: bool = False
+
+
+@dataclass(slots=True)
+class SnapshotReport:
+    collections: dict[str, CollectionReport] = field(default_factory=dict)
+    completed: bool = False
+
+    @property
+    def documents(self) -> int:
+        return sum(c.documents for c in self.collections.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "completed": self.completed,
+            "documents": self.documents,
+            "collections": {
+                ns: {"documents": c.documents, "estimated": c.estimated, "seconds": round(c.seconds, 3), "done": c.done}
+                for ns, c in sorted(self.collections.items())
+            },
+        }
+
+
+ProgressCallback = Callable[[SnapshotReport], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotOptions:
+    connector: str
+    partition: str
+    rs: str | None = None
+    max_threads: int = 1
+    flush_interval_s: float = 60.0
+    progress_interval_s: float = 0.5
+
+
+class _Held:
+    """The last document a worker read and the chunk it came from."""
+
+    __slots__ = ("chunk", "document")
+
+    def __init__(self, document: Mapping[str, Any], chunk: Chunk) -> None:
+        self.document = document
+        self.chunk = chunk
+
+    @property
+    def end(self) -> ScanPosition:
+        return self.chunk.end
+
+
+class SnapshotRunner:
+    """Runs one snapshot of one source partition; see the module docstring."""
+
+    def __init__(
+        self,
+        sink: Sink,
+        store: OffsetStore,
+        codec: EnvelopeCodec,
+        options: SnapshotOptions,
+        *,
+        stop: threading.Event | None = None,
+        transform: DocumentTransform | None = None,
+        on_progress: ProgressCallback | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.sink = sink
+        self.store = store
+        self.codec = codec
+        self.options = options
+        self.stop = stop or threading.Event()
+        self._transform = transform
+        self._on_progress = on_progress
+        self._clock = clock
+        self._wall_ms = wall_clock_ms
+        self._lock = threading.Lock()
+        self._tracker: AckTracker[SnapshotState] = AckTracker()
+        self._state: SnapshotState | None = None
+        self._first_emitted = False
+        self._last_committed: SnapshotState | None = None
+        self.report = SnapshotReport()
+        self.metrics = metrics or Metrics(options.connector)
+        self._rows_reported: dict[str, int] = {}
+        self._done_reported: set[str] = set()
+
+    # -- producing ------------------------------------------------------------------
+
+    def _event(self, namespace: str, document: Mapping[str, Any], marker: SnapshotMarker) -> ChangeEvent:
+        assert self._state is not None
+        db, _, coll = namespace.partition(".")
+        if self._transform is not None:
+            document = self._transform(db, coll, document)
+        resume = self._state.resume
+        source = SourceInfo(db=db, collection=coll, sec=resume.sec, ord=resume.ord, snapshot=marker, rs=self.options.rs)
+        return ChangeEvent(Op.READ, value_to_json(document["_id"]), source, after=document_to_json(document))
+
+    def _produce(self, namespace: str, document: Mapping[str, Any], marker: SnapshotMarker) -> None:
+        event = self._event(namespace, document, marker)
+        seq = self._tracker.issue()
+        tracker = self._tracker
+        self.sink.produce(
+            self.codec.topic(event),
+            self.codec.key(event),
+            self.codec.value(event, self._wall_ms()),
+            on_ack=lambda: tracker.acked(seq),
+        )
+
+    def _middle_marker(self, first_in_collection: bool) -> SnapshotMarker:
+        with self._lock:
+            if not self._first_emitted:
+                self._first_emitted = True
+                return SnapshotMarker.FIRST
+        return SnapshotMarker.FIRST_IN_DATA_COLLECTION if first_in_collection else SnapshotMarker.TRUE
+
+    def _register(self, namespace: str, end: ScanPosition, documents: int, done: bool = False) -> None:
+        """Everything of ``namespace`` up to ``end`` was handed to the producer."""
+        with self._lock:
+            assert self._state is not None
+            self._state = self._state.with_collection(namespace, CollectionProgress(end, done, documents))
+            self._tracker.add_position(self._state)
+
+    # -- one collection ---------------------------------------------------------------
+
+    def _copy(self, scanner: Scanner) -> tuple[bool, _Held | None]:
+        """Copy one collection except its last document, which is returned (held back).
+
+        Returns whether the scan finished, and the held-back document (``None`` for an empty collection).
+        """
+        ns = scanner.namespace
+        report = self.report.collections[ns]
+        assert self._state is not None
+        progress = self._state.progress(ns)
+        started = self._clock()
+        held: _Held | None = None
+        emitted = progress.documents
+        first = progress.documents == 0
+        for chunk in scanner.chunks(progress.scan):
+            for document in chunk.documents:
+                if self.stop.is_set():
+                    if held is not None:  # graceful stop: deliver what was read, resume right after it
+                        self._produce(ns, held.document, self._middle_marker(first))
+                        emitted += 1
+                        report.documents = emitted
+                        self._register(ns, held.chunk.position_after(held.document), emitted)
+                    return False, None
+                if held is not None:
+                    self._produce(ns, held.document, self._middle_marker(first))
+                    first = False
+                    emitted += 1
+                    report.documents = emitted
+                    if held.chunk is not chunk:  # the held document closed the previous chunk
+                        self._register(ns, held.end, emitted)
+                held = _Held(document, chunk)
+        report.seconds = self._clock() - started
+        return True, held
+
+    # -- the whole snapshot ------------------------------------------------------------
+
+    def run(self, scanners: Sequence[Scanner], state: SnapshotState) -> SnapshotReport:
+        """Copy every collection not done yet; commit progress; on ``stop``, commit and return early."""
+        self._state = state
+        pending = [s for s in scanners if not state.progress(s.namespace).done]
+        for scanner in scanners:
+            progress = state.progress(scanner.namespace)
+            self.report.collections[scanner.namespace] = CollectionReport(
+                scanner.namespace,
+                scanner.estimated_count(),
+                documents=progress.documents,
+                done=progress.done,
+            )
+        log.info(
+            "snapshot of %d collections (%d to do) with %d threads",
+            len(scanners),
+            len(pending),
+            self.options.max_threads,
+        )
+        self._commit(state)
+        partition = self.options.partition
+        self.metrics.snapshot_started(partition, {ns: c.estimated for ns, c in self.report.collections.items()})
+        for ns, c in self.report.collections.items():
+            self._rows_reported[ns] = c.documents
+            if c.done:
+                self._done_reported.add(ns)
+                self.metrics.snapshot_collection_done(partition, ns)
+        held: dict[str, _Held | None] = {}
+        finished: set[str] = set()
+        try:
+            with ThreadPoolExecutor(max(1, self.options.max_threads), thread_name_prefix="snapshot") as pool:
+                futures = {pool.submit(self._copy, s): s.namespace for s in pending}
+                self._supervise(futures)
+                for future, ns in futures.items():
+                    done, held[ns] = future.result()
+                    if done:
+                        finished.add(ns)
+            interrupted = self.stop.is_set()
+            self._finish({ns: held[ns] for ns in finished}, whole_snapshot=not interrupted)
+            self._flush_and_commit()
+            if interrupted:
+                log.info("snapshot interrupted: it continues where it stopped on the next start")
+                return self.report
+            self.report.completed = all(c.done for c in self.report.collections.values())
+        except BaseException:
+            self.stop.set()
+            self._flush_and_commit(best_effort=True)
+            self._notify()
+            self.metrics.snapshot_finished(partition, aborted=True)
+            raise
+        self._notify()
+        self.metrics.snapshot_finished(partition, aborted=not self.report.completed)
+        return self.report
+
+    def _supervise(self, futures: Mapping[Future[tuple[bool, _Held | None]], str]) -> None:
+        """Serve delivery reports, commit periodically and report progress while workers copy."""
+        next_commit = self._clock() + self.options.flush_interval_s
+        remaining = set(futures)
+        while remaining:
+            done, _ = wait(remaining, timeout=self.options.progress_interval_s, return_when=FIRST_EXCEPTION)
+            remaining -= done
+            for future in done:
+                if future.exception() is not None:
+                    self.stop.set()
+                    for other in remaining:
+                        other.cancel()
+                    wait(remaining)
+                    raise future.exception()  # type: ignore[misc]
+            self.sink.poll(0)
+            if self._clock() >= next_commit:
+                self._commit(self._tracker.committable())
+                next_commit = self._clock() + self.options.flush_interval_s
+            self._notify()
+
+    def _finish(self, held: Mapping[str, _Held | None], *, whole_snapshot: bool) -> None:
+        """Emit the held-back last document of each finished collection, the very last one marked ``last``."""
+        order = [ns for ns in sorted(held) if held[ns] is not None]
+        for index, ns in enumerate(order):
+            item = held[ns]
+            assert item is not None
+            report = self.report.collections[ns]
+            if not self._first_emitted and index == 0 and len(order) > 1:
+                marker = self._middle_marker(True)
+            elif whole_snapshot and index == len(order) - 1:
+                marker = SnapshotMarker.LAST
+            else:
+                marker = SnapshotMarker.LAST_IN_DATA_COLLECTION
+            self._produce(ns, item.document, marker)
+            report.documents += 1
+            self._register(ns, item.end, report.documents, done=True)
+            report.done = True
+        for ns, item in held.items():
+            if item is None and not self.report.collections[ns].done:  # an empty collection
+                self._register(ns, ScanPosition(), 0, done=True)
+                self.report.collections[ns].done = True
+
+    def _flush_and_commit(self, best_effort: bool = False) -> None:
+        try:
+            self.sink.flush(None if not best_effort else 5.0)
+        except Exception as exc:
+            if not best_effort:
+                raise
+            log.warning("could not flush Kafka while stopping the snapshot on an error: %s", exc)
+        self._commit(self._tracker.committable())
+
+    def _commit(self, state: SnapshotState | None) -> None:
+        if state is None or state == self._last_committed:
+            return
+        self.store.commit(self.options.connector, self.options.partition, state.to_offset())
+        self._last_committed = state
+
+    def _notify(self) -> None:
+        for ns, c in self.report.collections.items():
+            new_rows = c.documents - self._rows_reported.get(ns, 0)
+            if new_rows:
+                self.metrics.snapshot_rows(self.options.partition, ns, new_rows)
+                self._rows_reported[ns] = c.documents
+            if c.done and ns not in self._done_reported:
+                self._done_reported.add(ns)
+                self.metrics.snapshot_collection_done(self.options.partition, ns)
+        self.metrics.set_in_flight(self._tracker.in_flight)
+        if self._on_progress is not None:
+            self._on_progress(self.report)

@@ -1,0 +1,99 @@
+"""Snapshot progress as it is kept in the offsets (pure): per collection, how far the scan got."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from bson import json_util
+
+from mongocdc.events.position import Position
+
+_CANONICAL = json_util.CANONICAL_JSON_OPTIONS
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPosition:
+    """Where a collection scan continues: the ``_id`` type bracket and the last ``_id`` read in it."""
+
+    bracket: int = 0
+    last_id: Any = None
+    has_last: bool = False
+
+    def to_offset(self) -> dict[str, Any]:
+        return {
+            "bracket": self.bracket,
+            # canonical extended JSON keeps the BSON type (int vs long vs double) of the last key
+            "last_key": json_util.dumps({"v": self.last_id}, json_options=_CANONICAL) if self.has_last else None,
+        }
+
+    @classmethod
+    def from_offset(cls, record: Mapping[str, Any]) -> ScanPosition:
+        last = record.get("last_key")
+        if last is None:
+            return cls(int(record.get("bracket", 0)))
+        return cls(int(record["bracket"]), json_util.loads(str(last), json_options=_CANONICAL)["v"], True)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Documents of one scan step, and where the scan continues after them."""
+
+    documents: list[Mapping[str, Any]]
+    end: ScanPosition
+    bracket: int = 0
+    """The ``_id`` type bracket every document of the chunk is in."""
+
+    def position_after(self, document: Mapping[str, Any]) -> ScanPosition:
+        """Where the scan continues after ``document`` of this chunk."""
+        return ScanPosition(self.bracket, document["_id"], True)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionProgress:
+    scan: ScanPosition = field(default_factory=ScanPosition)
+    done: bool = False
+    documents: int = 0
+
+    def to_offset(self) -> dict[str, Any]:
+        return {**self.scan.to_offset(), "done": self.done, "documents": self.documents}
+
+    @classmethod
+    def from_offset(cls, record: Mapping[str, Any]) -> CollectionProgress:
+        return cls(ScanPosition.from_offset(record), bool(record.get("done")), int(record.get("documents", 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotState:
+    """An unfinished snapshot: where streaming resumes afterwards, and each collection's progress.
+
+    Stored as the partition's offset with ``initsync: true`` until the snapshot completes.
+    """
+
+    resume: Position
+    collections: Mapping[str, CollectionProgress] = field(default_factory=lambda: MappingProxyType({}))
+
+    def with_collection(self, namespace: str, progress: CollectionProgress) -> SnapshotState:
+        updated = dict(self.collections)
+        updated[namespace] = progress
+        return replace(self, collections=MappingProxyType(updated))
+
+    def progress(self, namespace: str) -> CollectionProgress:
+        return self.collections.get(namespace, CollectionProgress())
+
+    def to_offset(self) -> dict[str, Any]:
+        record = self.resume.to_offset()
+        record["initsync"] = True
+        record["snapshot"] = {ns: p.to_offset() for ns, p in sorted(self.collections.items())}
+        return record
+
+    @classmethod
+    def from_offset(cls, record: Mapping[str, Any]) -> SnapshotState | None:
+        """The unfinished snapshot an offset record describes, or ``None`` when it has none."""
+        if not record.get("initsync"):
+            return None
+        resume = Position.from_offset({**record, "initsync": False})
+        collections = {ns: CollectionProgress.from_offset(p) for ns, p in (record.get("snapshot") or {}).items()}
+        return cls(resume, MappingProxyType(collections))

@@ -1,0 +1,109 @@
+"""Chunked, ``_id``-ordered collection scans for snapshots.
+
+MongoDB compares ``_id`` values only within one BSON type bracket (``$gt: 5``
+never matches a string), so a collection whose ``_id`` types differ is read
+bracket by bracket, in MongoDB's sort order, each with ``$type`` and a ``$gt``
+on the last key read. A scan can resume from (bracket, last key) after a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pymongo import ASCENDING, MongoClient
+from pymongo.errors import OperationFailure
+
+from mongocdc.events.snapshot import Chunk, ScanPosition
+
+log = logging.getLogger("mongocdc.mongo.scan")
+
+# BSON comparison order of the types an _id can have (arrays cannot be an _id).
+ID_TYPE_BRACKETS: tuple[tuple[str, ...], ...] = (
+    ("minKey",),
+    ("null",),
+    ("double", "int", "long", "decimal"),
+    ("string", "symbol"),
+    ("object",),
+    ("binData",),
+    ("objectId",),
+    ("bool",),
+    ("date",),
+    ("timestamp",),
+    ("regex",),
+    ("maxKey",),
+)
+
+
+class CollectionScanner:
+    """Reads one collection in ``_id`` order, ``fetch_size`` documents per chunk."""
+
+    def __init__(
+        self,
+        client: MongoClient[Any],
+        db: str,
+        collection: str,
+        *,
+        fetch_size: int = 2048,
+        filter: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._collection = client[db][collection]
+        self._fetch_size = fetch_size
+        self._filter = dict(filter) if filter else None
+        self.namespace = f"{db}.{collection}"
+
+    def estimated_count(self) -> int:
+        try:
+            return int(self._collection.estimated_document_count())
+        except OperationFailure:
+            return 0
+
+    def _query(self, position: ScanPosition) -> dict[str, Any]:
+        clauses: list[dict[str, Any]] = [{"_id": {"$type": list(ID_TYPE_BRACKETS[position.bracket])}}]
+        if position.has_last:
+            clauses.append({"_id": {"$gt": position.last_id}})
+        if self._filter:
+            clauses.append(self._filter)
+        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+    def chunks(self, start: ScanPosition | None = None) -> Iterator[Chunk]:
+        """Every document after ``start``, in chunks; ``Chunk.end`` is the resume point after it."""
+        position = start or ScanPosition()
+        while position.bracket < len(ID_TYPE_BRACKETS):
+            cursor = self._collection.find(self._query(position), batch_size=self._fetch_size)
+            documents = list(cursor.sort("_id", ASCENDING).limit(self._fetch_size))
+            bracket = position.bracket
+            if documents:
+                position = ScanPosition(position.bracket, documents[-1]["_id"], True)
+            if len(documents) < self._fetch_size:
+                position = ScanPosition(position.bracket + 1)
+            if documents:
+                yield Chunk(documents, position, bracket)
+
+
+SYSTEM_DATABASES = frozenset({"admin", "config", "local"})
+
+
+def captured_collections(
+    client: MongoClient[Any],
+    *,
+    scope: str,
+    target: str | None,
+    include: Any,
+) -> list[tuple[str, str]]:
+    """``(db, collection)`` pairs a snapshot copies: real collections (no views, no ``system.*``) in scope,
+    kept by ``include(db, coll)``, sorted."""
+    if scope == "collection" and target:
+        db, _, coll = target.partition(".")
+        pairs = [(db, coll)]
+    else:
+        databases = [target] if scope == "database" and target else client.list_database_names()
+        pairs = [
+            (db, name)
+            for db in databases
+            if db not in SYSTEM_DATABASES
+            for name in client[db].list_collection_names(filter={"type": "collection"})
+            if not name.startswith("system.")
+        ]
+    return sorted(p for p in pairs if include(*p))

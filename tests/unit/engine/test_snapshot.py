@@ -1,0 +1,189 @@
+"""The snapshot runner and the connector's plan: deterministic tests with scripted scanners and a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bson import json_util
+
+from mongocdc.engine.connector import ConnectorTask, Plan, SnapshotKind, TaskOptions, plan
+from mongocdc.engine.snapshot import SnapshotOptions, SnapshotRunner
+from mongocdc.errors import ResumePositionLostError
+from mongocdc.events.envelope import EnvelopeCodec
+from mongocdc.events.position import Position
+from mongocdc.events.snapshot import SnapshotState
+from mongocdc.offsets.sqlite import SqliteOffsetStore
+from tests.unit.engine.fakes import START, RecordingSink, ScriptedScanner, ScriptedSource, change
+
+MIXED_IDS: list[Any] = [3, 1, 2.5, "b", "a", {"k": 1}, None, True, 10, "c", 7]
+
+
+def collections() -> dict[str, list[dict[str, Any]]]:
+    return {
+        "shop.orders": [{"_id": i, "n": str(i)} for i in MIXED_IDS],
+        "shop.customers": [{"_id": f"c{i}"} for i in range(5)],
+        "shop.single": [{"_id": 1}],
+        "shop.empty": [],
+    }
+
+
+def scanners(fetch_size: int = 2, **kwargs: Any) -> list[ScriptedScanner]:
+    return [ScriptedScanner(ns, docs, fetch_size, **kwargs.get(ns, {})) for ns, docs in collections().items()]
+
+
+def reads(sink: RecordingSink) -> list[tuple[str, Any, str]]:
+    """(namespace, _id, source.snapshot) of every read event, in produce order."""
+    out = []
+    for topic, _key, value in sink.records:
+        assert value is not None
+        payload = json.loads(value)
+        assert payload["op"] == "r"
+        source = payload["source"]
+        doc = json_util.loads(payload["after"])
+        out.append((f"{source['db']}.{source['collection']}", doc["_id"], source["snapshot"]))
+        assert topic == f"app.{source['db']}.{source['collection']}"
+        assert (source["ts_ms"], source["ord"]) == (START.sec * 1000, START.ord)
+    return out
+
+
+def runner(store: SqliteOffsetStore, sink: RecordingSink, threads: int = 2, stop: threading.Event | None = None,
+           flush_interval_s: float = 0.0) -> SnapshotRunner:
+    return SnapshotRunner(
+        sink, store, EnvelopeCodec("app"),
+        SnapshotOptions("c1", "rs0", rs="rs0", max_threads=threads, flush_interval_s=flush_interval_s,
+                        progress_interval_s=0.01),
+        stop=stop,
+    )
+
+
+def expected_ids() -> Counter[tuple[str, str]]:
+    return Counter((ns, repr(d["_id"])) for ns, docs in collections().items() for d in docs)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_snapshot_reads_every_document_once_with_markers(tmp_path: Path, threads: int) -> None:
+    store = SqliteOffsetStore(tmp_path / "o.db")
+    sink = RecordingSink()
+    report = runner(store, sink, threads).run(scanners(), SnapshotState(START))
+    assert report.completed and report.documents == 17
+    got = reads(sink)
+    assert Counter((ns, repr(i)) for ns, i, _ in got) == expected_ids()
+    markers = Counter(m for _, _, m in got)
+    assert markers["first"] == 1 and markers["last"] == 1
+    assert markers["last_in_data_collection"] == 2  # three non-empty collections: two of them plus "last"
+    assert got[-1][2] == "last"
+    # within a collection, documents come in BSON _id order across type brackets
+    orders = [i for ns, i, _ in got if ns == "shop.orders"]
+    assert orders == [None, 1, 2.5, 3, 7, 10, "a", "b", "c", {"k": 1}, True]
+    state = SnapshotState.from_offset(store.load("c1", "rs0") or {})
+    assert state is not None and all(p.done for p in state.collections.values())
+    assert set(state.collections) == set(collections())
+
+
+@pytest.mark.parametrize("crash_after_chunks", [0, 1, 3])
+def test_crash_mid_snapshot_resumes_from_the_last_acknowledged_chunk(tmp_path: Path, crash_after_chunks: int) -> None:
+    store = SqliteOffsetStore(tmp_path / "o.db")
+    first = RecordingSink()
+    with pytest.raises(RuntimeError, match="scripted crash"):
+        runner(store, first, threads=1).run(
+            scanners(**{"shop.orders": {"fail_after_chunks": crash_after_chunks}}), SnapshotState(START)
+        )
+    offset = store.load("c1", "rs0")
+    assert offset is not None and offset["initsync"] is True
+    state = SnapshotState.from_offset(offset)
+    assert state is not None and state.resume == START
+    second = RecordingSink()
+    assert runner(store, second).run(scanners(), state).completed
+    delivered = Counter((ns, repr(i)) for ns, i, _ in reads(first) + reads(second))
+    assert set(delivered) == set(expected_ids())  # nothing lost (duplicates allowed after a crash)
+    assert all(delivered[k] <= 2 for k in delivered)
+    # the second run reads exactly what the committed progress did not cover
+    committed = sum(p.documents for p in state.collections.values())
+    assert len(reads(second)) == 17 - committed
+    # a chunk counts once every record of it was handed over: the one read before the crash does not
+    assert (committed > 0) == (crash_after_chunks >= 2)
+
+
+def test_graceful_stop_mid_snapshot_then_resume_has_no_duplicates(tmp_path: Path) -> None:
+    store = SqliteOffsetStore(tmp_path / "o.db")
+    stop = threading.Event()
+    first = RecordingSink()
+    stopping = {"shop.orders": {"on_chunk": lambda n: stop.set() if n == 2 else None}}
+    report = runner(store, first, threads=1, stop=stop).run(scanners(**stopping), SnapshotState(START))
+    assert not report.completed
+    state = SnapshotState.from_offset(store.load("c1", "rs0") or {})
+    assert state is not None
+    second = RecordingSink()
+    assert runner(store, second).run(scanners(), state).completed
+    delivered = Counter((ns, repr(i)) for ns, i, _ in reads(first) + reads(second))
+    assert delivered == expected_ids()
+
+
+def test_plan_follows_snapshot_mode() -> None:
+    offset = {"sec": 5, "ord": 1, "resume_token": None}
+    interrupted = {**offset, "initsync": True, "snapshot": {}}
+    assert plan("initial", None) == Plan(SnapshotKind.FRESH, True, "no stored offset: initial snapshot")
+    assert plan("initial", offset).snapshot is SnapshotKind.NONE and plan("initial", offset).stream
+    assert plan("initial", interrupted).snapshot is SnapshotKind.RESUME
+    assert plan("initial_only", None).stream is False and plan("initial_only", None).snapshot is SnapshotKind.FRESH
+    assert plan("initial_only", offset) == Plan(SnapshotKind.NONE, False, plan("initial_only", offset).reason)
+    assert plan("no_data", None).snapshot is SnapshotKind.NONE and plan("no_data", None).stream
+    assert plan("no_data", interrupted).snapshot is SnapshotKind.NONE
+    assert plan("when_needed", None).snapshot is SnapshotKind.FRESH
+    assert plan("when_needed", offset).snapshot is SnapshotKind.NONE
+    assert plan("always", offset).snapshot is SnapshotKind.FRESH
+    assert plan("always", interrupted).snapshot is SnapshotKind.RESUME
+    assert plan("initial", offset, snapshot_only=True) == Plan(SnapshotKind.FRESH, False, "snapshot requested")
+
+
+def connector_task(store: SqliteOffsetStore, sink: RecordingSink, source: Any, mode: str,
+                   stop: threading.Event) -> ConnectorTask:
+    return ConnectorTask(
+        source=source, current_position=lambda: START, scanners=lambda: scanners(), sink=sink, store=store,
+        codec=EnvelopeCodec("app"),
+        options=TaskOptions("c1", "rs0", rs="rs0", snapshot_mode=mode, flush_interval_s=0.0), stop=stop,
+    )
+
+
+def test_initial_snapshot_then_streaming_from_the_recorded_position(tmp_path: Path) -> None:
+    store = SqliteOffsetStore(tmp_path / "o.db")
+    sink = RecordingSink()
+    stop = threading.Event()
+    source = ScriptedSource([change(1), change(2)], stop)
+    result = connector_task(store, sink, source, "initial", stop).run()
+    assert result.snapshot is not None and result.snapshot.completed
+    assert source.opened_at == START  # streaming resumed where the snapshot began
+    ops = [json.loads(v)["op"] for _, _, v in sink.records if v is not None]
+    assert ops == ["r"] * 17 + ["c", "c"]
+    final = store.load("c1", "rs0")
+    assert final is not None and "initsync" not in final and final["sec"] == 1002
+
+
+def test_when_needed_resnapshots_after_a_lost_resume_position(tmp_path: Path) -> None:
+    store = SqliteOffsetStore(tmp_path / "o.db")
+    store.commit("c1", "rs0", Position(5, 1, Position.token_bytes({"_data": "gone"})).to_offset())
+
+    class LostSource(ScriptedSource):
+        lost = True
+
+        def open(self, start: Position | None) -> None:
+            if self.lost and start is not None and start.sec == 5:
+                self.lost = False
+                raise ResumePositionLostError("the stored resume position is no longer in MongoDB's oplog")
+            super().open(start)
+
+    stop = threading.Event()
+    sink = RecordingSink()
+    result = connector_task(store, sink, LostSource([change(1)], stop), "when_needed", stop).run()
+    assert result.resnapshots == 1
+    assert [json.loads(v)["op"] for _, _, v in sink.records if v is not None] == ["r"] * 17 + ["c"]
+
+    stop = threading.Event()
+    store.commit("c1", "rs0", Position(5, 1, Position.token_bytes({"_data": "gone"})).to_offset())
+    with pytest.raises(ResumePositionLostError):
+        connector_task(store, RecordingSink(), LostSource([change(1)], stop), "initial", stop).run()
