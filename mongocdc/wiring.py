@@ -15,7 +15,7 @@ from mongocdc.offsets.base import OffsetStore
 from mongocdc.retry import Backoff
 
 if TYPE_CHECKING:
-    from mongocdc.engine.connector import ConnectorTask
+    from mongocdc.engine.connector import ConnectorGroup, ConnectorTask
     from mongocdc.engine.metrics import Metrics
     from mongocdc.engine.snapshot import ProgressCallback
     from mongocdc.engine.streaming import StreamStats
@@ -111,79 +111,168 @@ def snapshot_include(settings: Settings) -> Callable[[str, str], bool]:
 
 
 @contextlib.contextmanager
-def connector_task(
+def connector(
     settings: Settings,
     *,
     stop: threading.Event,
     on_status: Callable[[StreamStats], None] | None = None,
     on_progress: ProgressCallback | None = None,
     metrics: Metrics | None = None,
-) -> Iterator[ConnectorTask]:
-    """The connector task of ``settings`` (snapshot per ``snapshot.mode``, then stream), resources closed on exit.
+) -> Iterator[ConnectorGroup]:
+    """The connector of ``settings``: one task per source partition, resources closed on exit.
+
+    A replica set, or a sharded cluster streamed through mongos (``mongodb.connection.mode=sharded``),
+    is one partition; with ``mongodb.connection.mode=replica_set`` each shard's replica set, discovered
+    from the cluster's shard list, is a partition of its own, and shards added later join.
 
     Start-up order: configuration checks, the offset store, Kafka (must answer), MongoDB (must
-    answer and have an oplog); the change stream and the snapshot scans open inside ``task.run()``.
+    answer and have an oplog); change streams and snapshot scans open inside ``run()``.
     """
-    from mongocdc.engine.connector import ConnectorTask, TaskOptions
-    from mongocdc.sources.mongo.client import PrimaryWatch
-    from mongocdc.sources.mongo.scan import CollectionScanner, captured_collections
-    from mongocdc.sources.mongo.topology import discover
+    from mongocdc.engine.connector import ConnectorGroup
+    from mongocdc.engine.metrics import Metrics
+    from mongocdc.sources.mongo.client import PrimaryWatch, connect
+    from mongocdc.sources.mongo.shards import list_shards, shard_connection_string, shards_behind
+    from mongocdc.sources.mongo.topology import Shard, discover
 
     envelope = codec(settings)
+    metrics = metrics or Metrics(settings.name)
     with contextlib.ExitStack() as resources:
         store = offset_store(settings)
         resources.callback(store.close)
         sink = kafka_sink(settings)
         resources.callback(sink.close)
-        primary_watch = PrimaryWatch()
-        client = mongo_client(settings, listeners=[primary_watch])
-        resources.callback(client.close)
-        topology = discover(client)
+        seed_watch = PrimaryWatch()
+        seed = mongo_client(settings, listeners=[seed_watch])
+        resources.callback(seed.close)
+        topology = discover(seed)
         topology.require_change_streams()
-        log.info(
-            "capturing %s %s (%s scope) into %s as %s.<db>.<collection>",
-            topology.kind.replace("_", " "),
-            topology.replica_set or "",
-            settings.capture_scope,
-            settings.kafka_client.get("bootstrap.servers"),
-            settings.topic_prefix,
-        )
-        source = change_source(settings, client, topology.replica_set, primary_watch)
-        include = snapshot_include(settings)
-        fetch_size = settings.snapshot_fetch_size
-        transforms = field_transforms(settings)
+        shards: list[Shard] = []
+        if settings.mongodb_connection_mode == "replica_set":
+            shards = shards_behind(seed)
 
-        def scanners() -> list[CollectionScanner]:
-            pairs = captured_collections(
-                client, scope=settings.capture_scope, target=settings.capture_target, include=include
+        def task_for(client: Any, rs: str | None, partition: str, watch: Any) -> ConnectorTask:
+            return connector_task(
+                settings,
+                client,
+                rs,
+                partition,
+                watch,
+                sink=sink,
+                store=store,
+                envelope=envelope,
+                stop=stop,
+                on_status=on_status,
+                on_progress=on_progress,
+                metrics=metrics,
             )
-            return [
-                CollectionScanner(client, db, coll, fetch_size=fetch_size, filter=settings.snapshot_filter(db, coll))
-                for db, coll in pairs
-            ]
 
-        yield ConnectorTask(
-            source=source,
-            current_position=source.current_position,
-            scanners=scanners,
-            sink=sink,
-            store=store,
-            codec=envelope,
-            options=TaskOptions(
-                connector=settings.name,
-                partition=topology.partition,
-                rs=topology.replica_set,
-                snapshot_mode=settings.snapshot_mode,
-                snapshot_max_threads=settings.snapshot_max_threads,
-                flush_interval_s=settings.offset_flush_interval_ms / 1000,
-                tombstones_on_delete=settings.tombstones_on_delete,
-                skipped_operations=frozenset(settings.skipped_operations),
-                oversize_mode=settings.cursor_oversize_handling_mode,
-                oversize_threshold=settings.cursor_oversize_skip_threshold,
-            ),
-            stop=stop,
-            transform=transforms.apply_document if transforms else None,
-            on_status=on_status,
-            on_progress=on_progress,
-            metrics=metrics,
+        def shard_task(shard: Shard) -> ConnectorTask:
+            assert shard.replica_set is not None and settings.mongodb_connection_string is not None
+            watch = PrimaryWatch()
+            client = connect(
+                shard_connection_string(settings.mongodb_connection_string, shard),
+                backoff(settings),
+                server_selection_timeout_ms=settings.mongodb_server_selection_timeout_ms,
+                event_listeners=[watch],
+            )
+            resources.callback(client.close)
+            return task_for(client, shard.replica_set, shard.replica_set, watch)
+
+        if shards:
+            from mongocdc.engine.assignment import assign
+
+            groups = assign([str(s.replica_set) for s in shards], settings.tasks_max)
+            log.info(
+                "sharded cluster, one stream per shard replica set: %s",
+                "; ".join(f"task {i}: {', '.join(g)}" for i, g in enumerate(groups)),
+            )
+            tasks = {str(s.replica_set): shard_task(s) for s in shards}
+            known = set(tasks)
+
+            def poll_new() -> dict[str, ConnectorTask]:
+                added = {}
+                for shard in list_shards(seed):
+                    if shard.replica_set and shard.replica_set not in known:
+                        log.info("new shard %s (%s): starting its stream", shard.name, shard.replica_set)
+                        known.add(shard.replica_set)
+                        added[shard.replica_set] = shard_task(shard)
+                return added
+
+            group = ConnectorGroup(
+                tasks, stop, poll_new=poll_new, poll_interval_s=settings.mongodb_poll_interval_ms / 1000
+            )
+        else:
+            log.info(
+                "capturing %s %s (%s scope) into %s as %s.<db>.<collection>",
+                topology.kind.replace("_", " "),
+                topology.replica_set or "",
+                settings.capture_scope,
+                settings.kafka_client.get("bootstrap.servers"),
+                settings.topic_prefix,
+            )
+            task = task_for(seed, topology.replica_set, topology.partition, seed_watch)
+            group = ConnectorGroup({topology.partition: task}, stop)
+        yield group
+
+
+def connector_task(
+    settings: Settings,
+    client: Any,
+    rs: str | None,
+    partition: str,
+    primary_watch: Any,
+    *,
+    sink: Any,
+    store: OffsetStore,
+    envelope: EnvelopeCodec,
+    stop: threading.Event,
+    on_status: Callable[[StreamStats], None] | None,
+    on_progress: ProgressCallback | None,
+    metrics: Metrics,
+) -> ConnectorTask:
+    """The task of one source partition (a replica set, or the cluster through mongos)."""
+    from mongocdc.engine.connector import ConnectorTask, TaskOptions
+    from mongocdc.sources.mongo.scan import CollectionScanner, captured_collections
+
+    source = change_source(settings, client, rs, primary_watch)
+    include = snapshot_include(settings)
+    transforms = field_transforms(settings)
+
+    def scanners() -> list[CollectionScanner]:
+        pairs = captured_collections(
+            client, scope=settings.capture_scope, target=settings.capture_target, include=include
         )
+        return [
+            CollectionScanner(
+                client, db, coll, fetch_size=settings.snapshot_fetch_size, filter=settings.snapshot_filter(db, coll)
+            )
+            for db, coll in pairs
+        ]
+
+    return ConnectorTask(
+        source=source,
+        current_position=source.current_position,
+        scanners=scanners,
+        sink=sink,
+        store=store,
+        codec=envelope,
+        options=TaskOptions(
+            connector=settings.name,
+            partition=partition,
+            rs=rs,
+            snapshot_mode=settings.snapshot_mode,
+            snapshot_max_threads=settings.snapshot_max_threads,
+            flush_interval_s=settings.offset_flush_interval_ms / 1000,
+            tombstones_on_delete=settings.tombstones_on_delete,
+            skipped_operations=frozenset(settings.skipped_operations),
+            oversize_mode=settings.cursor_oversize_handling_mode,
+            oversize_threshold=settings.cursor_oversize_skip_threshold,
+            heartbeat_interval_s=settings.heartbeat_interval_ms / 1000,
+            heartbeat_topic=f"{settings.topic_heartbeat_prefix}.{settings.topic_prefix}",
+        ),
+        stop=stop,
+        transform=transforms.apply_document if transforms else None,
+        on_status=on_status,
+        on_progress=on_progress,
+        metrics=metrics,
+    )

@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
             stopper.installed(),
             serve_metrics(metrics, settings.metrics_port),
             SnapshotProgressView() as progress,
-            wiring.connector_task(settings, stop=stopper.event, on_progress=progress.update, metrics=metrics) as task,
+            wiring.connector(settings, stop=stopper.event, on_progress=progress.update, metrics=metrics) as task,
         ):
             result = task.run(snapshot_only=True)
         if result.snapshot is not None:

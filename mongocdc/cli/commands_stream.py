@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
             stopper.installed(),
             serve_metrics(metrics, settings.metrics_port),
             SnapshotProgressView() as progress,
-            wiring.connector_task(
+            wiring.connector(
                 settings, stop=stopper.event, on_status=on_status, on_progress=progress.update, metrics=metrics
             ) as task,
         ):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -71,6 +72,8 @@ class TaskOptions:
     skipped_operations: frozenset[str] = frozenset()
     oversize_mode: str = "fail"
     oversize_threshold: int = 0
+    heartbeat_interval_s: float = 0.0
+    heartbeat_topic: str = ""
 
 
 @dataclass(slots=True)
@@ -172,6 +175,8 @@ class ConnectorTask:
                 skipped_operations=self.options.skipped_operations,
                 oversize_mode=self.options.oversize_mode,
                 oversize_threshold=self.options.oversize_threshold,
+                heartbeat_interval_s=self.options.heartbeat_interval_s,
+                heartbeat_topic=self.options.heartbeat_topic,
             ),
             stop=self.stop,
             on_status=self.on_status,
@@ -206,3 +211,93 @@ class ConnectorTask:
                 result.snapshot = self.snapshot(SnapshotKind.FRESH, None, keep_stream_position=False)
                 if not result.snapshot.completed:
                     return result
+
+
+def merge_results(results: Mapping[str, TaskResult]) -> TaskResult:
+    """One result for several source partitions (collections keyed ``<partition>/<db.coll>``)."""
+    if len(results) == 1:
+        return next(iter(results.values()))
+    merged = TaskResult(Plan(SnapshotKind.NONE, True, "several partitions"))
+    for partition, result in sorted(results.items()):
+        merged.resnapshots += result.resnapshots
+        if result.snapshot is not None:
+            if merged.snapshot is None:
+                merged.snapshot = SnapshotReport(completed=True)
+            merged.snapshot.completed = merged.snapshot.completed and result.snapshot.completed
+            for ns, report in result.snapshot.collections.items():
+                merged.snapshot.collections[f"{partition}/{ns}"] = report
+        if result.stream is not None:
+            if merged.stream is None:
+                merged.stream = StreamStats()
+            for op, n in result.stream.events.items():
+                merged.stream.events[op] += n
+            merged.stream.tombstones += result.stream.tombstones
+            merged.stream.commits += result.stream.commits
+            merged.stream.skipped += result.stream.skipped
+            merged.stream.heartbeats += result.stream.heartbeats
+    return merged
+
+
+class ConnectorGroup:
+    """Several source partitions (one per shard replica set), each task on its own thread.
+
+    ``tasks.max`` groups the replica sets into tasks for reporting; every replica set
+    still streams on its own thread, as DESIGN.md says. ``poll_new`` (called every
+    ``poll_interval_s``) returns tasks for shards added since the start, which join
+    the running ones. The first failure stops every task (after each commits what
+    Kafka acknowledged) and is raised.
+    """
+
+    def __init__(
+        self,
+        tasks: Mapping[str, ConnectorTask],
+        stop: threading.Event,
+        *,
+        poll_new: Callable[[], Mapping[str, ConnectorTask]] | None = None,
+        poll_interval_s: float = 30.0,
+    ) -> None:
+        self.tasks = dict(tasks)
+        self.stop = stop
+        self._poll_new = poll_new
+        self._poll_interval_s = poll_interval_s
+
+    def run(self, *, snapshot_only: bool = False) -> TaskResult:
+        results: dict[str, TaskResult] = {}
+        errors: list[BaseException] = []
+        lock = threading.Lock()
+
+        def work(partition: str, task: ConnectorTask) -> None:
+            try:
+                result = task.run(snapshot_only=snapshot_only)
+                with lock:
+                    results[partition] = result
+            except BaseException as exc:  # handed to the caller below
+                with lock:
+                    errors.append(exc)
+                self.stop.set()
+
+        threads: dict[str, threading.Thread] = {}
+
+        def start(partition: str, task: ConnectorTask) -> None:
+            log.info("starting the task for replica set %s", partition)
+            thread = threading.Thread(target=work, args=(partition, task), name=f"task-{partition}", daemon=True)
+            threads[partition] = thread
+            thread.start()
+
+        for partition, task in sorted(self.tasks.items()):
+            start(partition, task)
+        next_poll = time.monotonic() + self._poll_interval_s
+        while any(t.is_alive() for t in threads.values()):
+            if self.stop.wait(0.2):
+                break
+            if self._poll_new is not None and not snapshot_only and time.monotonic() >= next_poll:
+                next_poll = time.monotonic() + self._poll_interval_s
+                for partition, task in self._poll_new().items():
+                    if partition not in threads:
+                        self.tasks[partition] = task
+                        start(partition, task)
+        for thread in threads.values():
+            thread.join()
+        if errors:
+            raise errors[0]
+        return merge_results(results)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -66,6 +67,7 @@ class StreamStats:
     control_events: int = 0
     skipped: int = 0
     commits: int = 0
+    heartbeats: int = 0
     last_committed: Position | None = None
 
     @property
@@ -79,6 +81,7 @@ class StreamStats:
             "tombstones": self.tombstones,
             "control_events": self.control_events,
             "skipped": self.skipped,
+            "heartbeats": self.heartbeats,
             "commits": self.commits,
             "last_committed": self.last_committed.to_offset() if self.last_committed else None,
         }
@@ -96,6 +99,9 @@ class StreamOptions:
     """``cursor.oversize.handling.mode``: ``fail`` stops with the key; ``skip`` logs, counts and goes on."""
     oversize_threshold: int = 0
     """Events larger than this many bytes count as oversized (0: only what Kafka refuses)."""
+    heartbeat_interval_s: float = 0.0
+    """``heartbeat.interval.ms`` / 1000: 0 turns heartbeats off."""
+    heartbeat_topic: str = ""
     flush_timeout_s: float | None = None
     """How long a graceful stop waits for Kafka's acknowledgements (None: until they come)."""
 
@@ -171,6 +177,8 @@ class StreamingTask:
                 # Remember where streaming began, so changes made while stopped are not missed.
                 self._tracker.add_position(opened_at)
             next_commit = self._clock() + self.options.flush_interval_s
+            heartbeat_every = self.options.heartbeat_interval_s
+            next_heartbeat = self._clock() + heartbeat_every
             while not self.stop.is_set():
                 item = self.source.next()
                 if isinstance(item, StreamedChange):
@@ -181,6 +189,11 @@ class StreamingTask:
                 self._tracker.add_position(item.position)
                 self.sink.poll(0)
                 self._observe_source()
+                if heartbeat_every > 0 and self._clock() >= next_heartbeat:
+                    # A quiet connector still records where it stands, so it does not fall off the oplog.
+                    self._heartbeat(item.position)
+                    next_heartbeat = self._clock() + heartbeat_every
+                    next_commit = min(next_commit, self._clock())
                 if self._clock() >= next_commit:
                     self._commit_acknowledged()
                     next_commit = self._clock() + self.options.flush_interval_s
@@ -204,6 +217,15 @@ class StreamingTask:
             self._elections_seen += 1
             self.metrics.record_election(self.options.partition)
         self.metrics.set_in_flight(self._tracker.in_flight)
+
+    def _heartbeat(self, position: Position) -> None:
+        """A heartbeat record (Debezium's key ``{"serverName"}``, value ``{"ts_ms"}``) after ``position``."""
+        prefix = self.codec.prefix
+        key = json.dumps({"serverName": prefix}, separators=(",", ":")).encode()
+        value = json.dumps({"ts_ms": self._wall_ms()}, separators=(",", ":")).encode()
+        self._produce(self.options.heartbeat_topic or f"__debezium-heartbeat.{prefix}", key, value)
+        self._tracker.add_position(position)
+        self.stats.heartbeats += 1
 
     def _skip(self, reason: str) -> None:
         self.stats.skipped += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ class SqliteOffsetStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._lock = threading.Lock()  # one connection, shared by the tasks of several replica sets
         try:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -42,9 +44,10 @@ class SqliteOffsetStore:
             ) from exc
 
     def load(self, connector: str, partition: str) -> dict[str, Any] | None:
-        row = self._db.execute(
-            "SELECT offset FROM offsets WHERE connector = ? AND partition = ?", (connector, partition)
-        ).fetchone()
+        with self._lock:
+            row = self._db.execute(
+                "SELECT offset FROM offsets WHERE connector = ? AND partition = ?", (connector, partition)
+            ).fetchone()
         if row is None:
             return None
         value: dict[str, Any] = json.loads(row[0])
@@ -52,12 +55,13 @@ class SqliteOffsetStore:
 
     def commit(self, connector: str, partition: str, offset: Mapping[str, Any]) -> None:
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
-        self._db.execute(
-            "INSERT INTO offsets (connector, partition, offset, updated_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (connector, partition) DO UPDATE SET offset = excluded.offset, "
-            "updated_at = excluded.updated_at",
-            (connector, partition, json.dumps(dict(offset), sort_keys=True), now),
-        )
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO offsets (connector, partition, offset, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (connector, partition) DO UPDATE SET offset = excluded.offset, "
+                "updated_at = excluded.updated_at",
+                (connector, partition, json.dumps(dict(offset), sort_keys=True), now),
+            )
 
     def records(self, connector: str | None = None) -> list[OffsetRecord]:
         query = "SELECT connector, partition, offset, updated_at FROM offsets"
@@ -66,17 +70,19 @@ class SqliteOffsetStore:
             query += " WHERE connector = ?"
             params = (connector,)
         query += " ORDER BY connector, partition"
-        return [
-            OffsetRecord(c, p, json.loads(o), datetime.fromisoformat(u))
-            for c, p, o, u in self._db.execute(query, params).fetchall()
-        ]
+        with self._lock:
+            rows = self._db.execute(query, params).fetchall()
+        return [OffsetRecord(c, p, json.loads(o), datetime.fromisoformat(u)) for c, p, o, u in rows]
 
     def delete(self, connector: str, partition: str | None = None) -> int:
-        if partition is None:
-            cur = self._db.execute("DELETE FROM offsets WHERE connector = ?", (connector,))
-        else:
-            cur = self._db.execute("DELETE FROM offsets WHERE connector = ? AND partition = ?", (connector, partition))
-        return cur.rowcount
+        with self._lock:
+            if partition is None:
+                cur = self._db.execute("DELETE FROM offsets WHERE connector = ?", (connector,))
+            else:
+                cur = self._db.execute(
+                    "DELETE FROM offsets WHERE connector = ? AND partition = ?", (connector, partition)
+                )
+            return cur.rowcount
 
     def close(self) -> None:
         self._db.close()

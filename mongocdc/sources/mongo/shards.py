@@ -83,6 +83,15 @@ def list_shards(client: MongoClient[Any]) -> list[Shard]:
     return sorted((parse_shard(doc) for doc in docs), key=lambda shard: shard.name)
 
 
+def shards_behind(client: MongoClient[Any]) -> list[Shard]:
+    """The shards when ``client`` is connected to a mongos or a config server; ``[]`` for a plain replica set."""
+    try:
+        return [shard for shard in list_shards(client) if shard.replica_set]
+    except OperationFailure as exc:
+        log.debug("no shard list readable (%s): treating the seed as a plain replica set", exc.code)
+        return []
+
+
 @dataclass(frozen=True, slots=True)
 class _SeedUri:
     userinfo: str | None

@@ -44,8 +44,9 @@ def change(i: int, op: str = "insert", coll: str = "orders") -> dict[str, Any]:
 class ScriptedSource:
     """Replays a fixed change history; can fail at a chosen index; sets ``stop`` when exhausted."""
 
-    def __init__(self, history: list[dict[str, Any]], stop: threading.Event, fail_at: int | None = None,
-                 start: Position = START) -> None:
+    def __init__(
+        self, history: list[dict[str, Any]], stop: threading.Event, fail_at: int | None = None, start: Position = START
+    ) -> None:
         self.items = [convert_change(c, rs="rs0") for c in history]
         self.stop = stop
         self.fail_at = fail_at
@@ -104,8 +105,14 @@ def order_key(value: Any) -> Any:
 class ScriptedScanner:
     """A collection as a list of documents, scanned like ``CollectionScanner`` (bracket by bracket)."""
 
-    def __init__(self, namespace: str, documents: list[Mapping[str, Any]], fetch_size: int = 2,
-                 fail_after_chunks: int | None = None, on_chunk: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        namespace: str,
+        documents: list[Mapping[str, Any]],
+        fetch_size: int = 2,
+        fail_after_chunks: int | None = None,
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> None:
         self.namespace = namespace
         self.documents = sorted(documents, key=lambda d: (bracket_of(d["_id"]), order_key(d["_id"])))
         self.fetch_size = fetch_size
@@ -121,7 +128,8 @@ class ScriptedScanner:
         while position.bracket < len(ID_TYPE_BRACKETS):
             bracket = position.bracket
             candidates = [
-                d for d in self.documents
+                d
+                for d in self.documents
                 if bracket_of(d["_id"]) == bracket
                 and (not position.has_last or order_key(d["_id"]) > order_key(position.last_id))
             ]
@@ -148,8 +156,15 @@ class RecordingSink:
         self._lock = threading.Lock()
         self.refuse_after = refuse_after
 
-    def produce(self, topic: str, key: bytes | None, value: bytes | None, *, headers: Any = None,
-                on_ack: Callable[[], None] | None = None) -> None:
+    def produce(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        headers: Any = None,
+        on_ack: Callable[[], None] | None = None,
+    ) -> None:
         with self._lock:
             self.records.append((topic, key, value))
             if on_ack is not None:

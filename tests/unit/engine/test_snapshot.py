@@ -51,12 +51,20 @@ def reads(sink: RecordingSink) -> list[tuple[str, Any, str]]:
     return out
 
 
-def runner(store: SqliteOffsetStore, sink: RecordingSink, threads: int = 2, stop: threading.Event | None = None,
-           flush_interval_s: float = 0.0) -> SnapshotRunner:
+def runner(
+    store: SqliteOffsetStore,
+    sink: RecordingSink,
+    threads: int = 2,
+    stop: threading.Event | None = None,
+    flush_interval_s: float = 0.0,
+) -> SnapshotRunner:
     return SnapshotRunner(
-        sink, store, EnvelopeCodec("app"),
-        SnapshotOptions("c1", "rs0", rs="rs0", max_threads=threads, flush_interval_s=flush_interval_s,
-                        progress_interval_s=0.01),
+        sink,
+        store,
+        EnvelopeCodec("app"),
+        SnapshotOptions(
+            "c1", "rs0", rs="rs0", max_threads=threads, flush_interval_s=flush_interval_s, progress_interval_s=0.01
+        ),
         stop=stop,
     )
 
@@ -141,12 +149,18 @@ def test_plan_follows_snapshot_mode() -> None:
     assert plan("initial", offset, snapshot_only=True) == Plan(SnapshotKind.FRESH, False, "snapshot requested")
 
 
-def connector_task(store: SqliteOffsetStore, sink: RecordingSink, source: Any, mode: str,
-                   stop: threading.Event) -> ConnectorTask:
+def connector_task(
+    store: SqliteOffsetStore, sink: RecordingSink, source: Any, mode: str, stop: threading.Event
+) -> ConnectorTask:
     return ConnectorTask(
-        source=source, current_position=lambda: START, scanners=lambda: scanners(), sink=sink, store=store,
+        source=source,
+        current_position=lambda: START,
+        scanners=lambda: scanners(),
+        sink=sink,
+        store=store,
         codec=EnvelopeCodec("app"),
-        options=TaskOptions("c1", "rs0", rs="rs0", snapshot_mode=mode, flush_interval_s=0.0), stop=stop,
+        options=TaskOptions("c1", "rs0", rs="rs0", snapshot_mode=mode, flush_interval_s=0.0),
+        stop=stop,
     )
 
 

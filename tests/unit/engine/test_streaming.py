@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from mongocdc.errors import DeliveryError
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.events.position import Position
 from mongocdc.offsets.sqlite import SqliteOffsetStore
+from tests.unit.engine import fakes
 from tests.unit.engine.fakes import RecordingSink, ScriptedSource, change
 
 
@@ -117,3 +119,44 @@ def test_first_start_commits_where_streaming_began(tmp_path: Path) -> None:
     run_task(ScriptedSource([], stop), RecordingSink(), store, stop)
     committed = store.load("c1", "rs0")
     assert committed is not None and committed["sec"] == 999
+
+
+def test_heartbeats_commit_the_position_of_a_quiet_stream(tmp_path: Path) -> None:
+    """Heartbeat records go to their topic and the idle position is committed with them."""
+    from mongocdc.events.position import Position as P
+
+    store = SqliteOffsetStore(tmp_path / "o.db")
+    stop = threading.Event()
+    ticks = iter(range(1000))
+    idle_token = P(1001, 5, P.token_bytes({"_data": "idle"}))
+
+    class QuietSource(ScriptedSource):
+        def next(self) -> Any:
+            if self.index >= len(self.items):
+                self.index += 1
+                if self.index > 4:
+                    stop.set()
+                self._position = idle_token
+                return fakes.Idle(idle_token)
+            return super().next()
+
+    sink = RecordingSink()
+    task = StreamingTask(
+        QuietSource([change(0)], stop),
+        sink,
+        store,
+        EnvelopeCodec("app"),
+        StreamOptions(
+            "c1", "rs0", flush_interval_s=3600, heartbeat_interval_s=1.0, heartbeat_topic="__debezium-heartbeat.app"
+        ),
+        stop=stop,
+        clock=lambda: float(next(ticks)),
+        wall_clock_ms=lambda: 42,
+    )
+    stats = task.run()
+    beats = [(k, v) for t, k, v in sink.records if t == "__debezium-heartbeat.app"]
+    assert stats.heartbeats == len(beats) >= 2
+    assert beats[0] == (b'{"serverName":"app"}', b'{"ts_ms":42}')
+    committed = store.load("c1", "rs0")
+    assert committed is not None and Position.from_offset(committed) == idle_token
+    assert stats.commits >= 2  # heartbeats commit before the (hour-long) flush interval
