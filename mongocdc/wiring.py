@@ -44,13 +44,34 @@ def mongo_client(settings: Settings, *, listeners: list[Any] | None = None) -> A
 
 
 def offset_store(settings: Settings) -> OffsetStore:
+    """The store ``offset.storage`` names, ready to use.
+
+    ``kafka``: the cluster must answer (retries with the ``connect.*`` backoff) and the topic
+    ``offset.storage.topic`` is created compacted when absent, or refused when it is not compacted.
+    """
     if settings.offset_storage == "sqlite":
         from mongocdc.offsets.sqlite import SqliteOffsetStore
 
         return SqliteOffsetStore(settings.offset_storage_file_filename)
+    if settings.offset_storage == "kafka":
+        from mongocdc.offsets.kafka import KafkaOffsetStore
+
+        store = KafkaOffsetStore(
+            settings.kafka_client,
+            settings.offset_storage_topic,
+            partitions=settings.offset_storage_partitions,
+            replication_factor=settings.offset_storage_replication_factor,
+            timeout_s=settings.connect_timeout_ms / 1000,
+        )
+        try:
+            store.connect(backoff(settings))
+        except BaseException:
+            store.close()
+            raise
+        return store
     raise NotImplementedYetError(
         f"offset.storage={settings.offset_storage} is not implemented yet",
-        hint="use offset.storage=sqlite (the default) for now",
+        hint="use offset.storage=sqlite (the default) or kafka",
     )
 
 

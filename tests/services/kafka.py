@@ -577,6 +577,14 @@ class KafkaBroker:
             self._cluster_id = None
             self._formatted = False
 
+    def halt(self) -> None:
+        """Stop the broker process but keep its ports, data and cluster id (an outage).
+
+        A later ``start()`` brings the same cluster back at the same address, as a broker
+        that comes back after a crash or a network partition would.
+        """
+        self._halt()
+
     def restart(self) -> Self:
         """Stop and start again on the same ports, data and cluster id."""
         self._halt()

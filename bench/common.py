@@ -1,0 +1,142 @@
+"""Shared pieces: results, Kafka helpers, the producer configuration both sides use."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from mongocdc.sinks.kafka.producer import PRODUCER_DEFAULTS
+
+
+def baseline_producer_config(bootstrap: str) -> dict[str, Any]:
+    """The baseline's producer: mongocdc's own defaults (idempotent, acks=all, murmur2, linger 5 ms).
+
+    Same Kafka-side guarantees and batching as mongocdc, so the ratio measures mongocdc's own work.
+    """
+    return {"bootstrap.servers": bootstrap, **PRODUCER_DEFAULTS}
+
+
+@dataclass(slots=True)
+class Timing:
+    """One measured run."""
+
+    items: int
+    seconds: float
+    phases: dict[str, float] = field(default_factory=dict)
+    """Optional breakdown (seconds) of where the run spent its time."""
+
+    @property
+    def rate(self) -> float:
+        return self.items / self.seconds if self.seconds > 0 else 0.0
+
+
+def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
+    """Create ``topics`` up front, so neither side pays for auto-creation in its timed run."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(t, num_partitions=partitions, replication_factor=1) for t in topics])
+    for topic, future in futures.items():
+        try:
+            future.result(30)
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+        _wait_for_leaders(admin, topic, partitions)
+
+
+def _wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if (
+            meta is not None
+            and meta.error is None
+            and len(meta.partitions) == partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"topic {topic} has no leaders after {timeout:.0f} s")
+
+
+class EndOffsets:
+    """Reads the sum of a topic's end offsets (records Kafka has acknowledged, with one broker and acks=all)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self._consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}", "enable.auto.commit": False}
+        )
+        meta = self._consumer.list_topics(topic, timeout=10).topics[topic]
+        self._partitions = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+
+    def total(self) -> int:
+        return sum(self._consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1] for tp in self._partitions)
+
+    def wait_for(
+        self, count: int, *, timeout: float, interval: float = 0.01, failed: Callable[[], bool] = lambda: False
+    ) -> float:
+        """Block until the topic holds ``count`` records; returns ``time.perf_counter()`` when seen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.total() >= count:
+                return time.perf_counter()
+            if failed():
+                raise RuntimeError("the producing side failed before the topic was complete")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the topic holds {self.total()} records, not {count}, after {timeout:.0f} s")
+            time.sleep(interval)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def summarise(timings: list[Timing]) -> dict[str, Any]:
+    rates = [t.rate for t in timings]
+    phases: dict[str, float] = {}
+    for t in timings:
+        for name, seconds in t.phases.items():
+            phases[name] = phases.get(name, 0.0) + seconds / len(timings)
+    return {
+        "items": timings[0].items if timings else 0,
+        "runs": len(timings),
+        "rate_median": median(rates) if rates else 0.0,
+        "rate_best": max(rates) if rates else 0.0,
+        "rates": [round(r, 1) for r in rates],
+        "seconds": [round(t.seconds, 3) for t in timings],
+        "phases_mean_s": {k: round(v, 3) for k, v in phases.items()},
+    }
+
+
+def settings_overrides(
+    *,
+    uri: str,
+    bootstrap: str,
+    name: str,
+    prefix: str,
+    namespace: str,
+    offsets_file: str,
+    extra: Mapping[str, object] | None = None,
+) -> dict[str, object]:
+    """mongocdc properties for one benchmark run: one collection, its own connector name, prefix and offsets."""
+    return {
+        "name": name,
+        "mongodb.connection.string": uri,
+        "kafka.bootstrap.servers": bootstrap,
+        "topic.prefix": prefix,
+        "capture.scope": "collection",
+        "capture.target": namespace,
+        "offset.storage.file.filename": offsets_file,
+        "connect.max.attempts": 3,
+        **(extra or {}),
+    }

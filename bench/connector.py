@@ -1,0 +1,124 @@
+"""mongocdc itself, through the library API (``load_settings`` → ``wiring.connector`` → ``run``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bench.common import EndOffsets, Timing, settings_overrides
+from mongocdc import wiring
+from mongocdc.config import Settings, load_settings
+from mongocdc.engine.connector import TaskResult
+from mongocdc.engine.metrics import Metrics
+
+log = logging.getLogger("bench")
+
+
+def settings(
+    *,
+    uri: str,
+    bootstrap: str,
+    name: str,
+    prefix: str,
+    namespace: str,
+    workdir: Path,
+    extra: Mapping[str, object] | None = None,
+) -> Settings:
+    overrides = settings_overrides(
+        uri=uri,
+        bootstrap=bootstrap,
+        name=name,
+        prefix=prefix,
+        namespace=namespace,
+        offsets_file=str(workdir / f"{name}.offsets.db"),
+        extra=extra,
+    )
+    return load_settings(None, {}, overrides)  # no environment: the run does not depend on MONGOCDC_* variables
+
+
+def snapshot(config: Settings) -> Timing:
+    """One ``snapshot_only`` run; the clock covers ``run()`` (scan, produce, flush, commit), not start-up."""
+    stop = threading.Event()
+    metrics = Metrics(config.name)
+    began = time.perf_counter()
+    with wiring.connector(config, stop=stop, metrics=metrics) as group:
+        started = time.perf_counter()
+        result: TaskResult = group.run(snapshot_only=True)
+        ended = time.perf_counter()
+    assert result.snapshot is not None and result.snapshot.completed, result
+    return Timing(result.snapshot.documents, ended - started, {"start-up (not timed)": started - began})
+
+
+def position_before_writes(config: Settings, *, timeout: float = 60.0) -> None:
+    """Run once with ``snapshot.mode=no_data`` on the empty collection and stop: the offset then holds 'now'."""
+    stop = threading.Event()
+    metrics = Metrics(config.name)
+    errors: list[BaseException] = []
+    with wiring.connector(config, stop=stop, metrics=metrics) as group:
+
+        def run() -> None:
+            try:
+                group.run()
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=run, name="bench-position", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + timeout
+        while not _connected(metrics):
+            if errors or time.monotonic() > deadline:
+                stop.set()
+                thread.join()
+                raise RuntimeError(f"mongocdc did not open its change stream: {errors}")
+            time.sleep(0.02)
+        stop.set()
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def _connected(metrics: Metrics) -> bool:
+    partitions: dict[str, Any] = metrics.to_dict()["partitions"]
+    return any(p.get("connected") for p in partitions.values())
+
+
+def stream(config: Settings, bootstrap: str, topic: str, count: int, *, timeout: float = 600.0) -> Timing:
+    """Resume from the stored offset; the clock runs from ``run()`` until Kafka holds all ``count`` events."""
+    stop = threading.Event()
+    metrics = Metrics(config.name)
+    errors: list[BaseException] = []
+    ends = EndOffsets(bootstrap, topic)
+    try:
+        began = time.perf_counter()
+        with wiring.connector(config, stop=stop, metrics=metrics) as group:
+
+            def run() -> None:
+                try:
+                    group.run()
+                except BaseException as exc:
+                    errors.append(exc)
+                    stop.set()
+
+            thread = threading.Thread(target=run, name="bench-stream", daemon=True)
+            started = time.perf_counter()
+            thread.start()
+            try:
+                done = ends.wait_for(count, timeout=timeout, failed=lambda: bool(errors))
+            finally:
+                stop.set()
+                thread.join()
+            stopped = time.perf_counter()
+        if errors:
+            raise errors[0]
+        streamed = int(metrics.to_dict()["events_total"])
+        return Timing(
+            streamed,
+            done - started,
+            {"start-up (not timed)": started - began, "graceful stop (not timed)": stopped - done},
+        )
+    finally:
+        ends.close()

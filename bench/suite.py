@@ -1,0 +1,514 @@
+"""The benchmark suite: services, data, the three benchmarks, and the report.
+
+Each benchmark starts from the same ~1 KB documents (``bench/workload.py``) in a real
+MongoDB-compatible server and writes to a real Kafka broker, both started here on loopback
+(or given with ``--connection-string``/``--bootstrap-servers``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pymongo
+from confluent_kafka import Producer
+
+from bench import baseline, connector
+from bench.common import Timing, baseline_producer_config, create_topics, median, summarise
+from bench.workload import DOCUMENT_BYTES, load
+
+log = logging.getLogger("bench")
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_RATIO = 0.8
+MEMORY_TARGET_MB = 50.0
+MEMORY_TARGET_SIZES = (10_000, 1_000_000)
+ALL = ("snapshot", "stream", "memory")
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    uri: str
+    bootstrap: str
+    mongo: str
+    kafka: str
+
+
+@contextlib.contextmanager
+def services(args: argparse.Namespace) -> Iterator[Services]:
+    """The MongoDB test server and the Kafka broker (or the ones given on the command line)."""
+    with contextlib.ExitStack() as stack:
+        if args.connection_string:
+            uri, mongo = args.connection_string, "given"
+        else:
+            from tests.services.mongo import server_class
+
+            cls = server_class(args.mongo_server)
+            server = cls()
+            log.info("starting MongoDB test server %s", cls.name)
+            server.start()
+            stack.callback(server.stop)
+            uri, mongo = server.uri, f"{cls.name} {cls.installed_version()}"
+        if args.bootstrap_servers:
+            bootstrap, kafka = args.bootstrap_servers, "given"
+        else:
+            from tests.services.kafka import KAFKA_VERSION, KafkaBroker
+
+            log.info("starting Kafka %s (C2 JIT on, for steady-state throughput)", KAFKA_VERSION)
+            broker = KafkaBroker(num_partitions=args.partitions, jvm_options=["-XX:TieredStopAtLevel=4"])
+            broker.start()
+            stack.callback(broker.stop)
+            bootstrap, kafka = broker.bootstrap, f"Apache Kafka {KAFKA_VERSION} (KRaft, 1 broker)"
+        yield Services(uri, bootstrap, mongo, kafka)
+
+
+def warm_up_broker(bootstrap: str, records: int, partitions: int) -> None:
+    """Produce ``records`` 1 KB records so the broker's JIT has compiled its produce path."""
+    if records <= 0:
+        return
+    topic = f"bench-warmup-{uuid.uuid4().hex[:8]}"
+    create_topics(bootstrap, [topic], partitions)
+    producer = Producer(baseline_producer_config(bootstrap))
+    payload = b"x" * DOCUMENT_BYTES
+    started = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value=payload, key=str(i).encode())
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+    producer.flush()
+    log.info("broker warm-up: %d records in %.1f s", records, time.perf_counter() - started)
+
+
+def _client(uri: str) -> pymongo.MongoClient[dict[str, Any]]:
+    return pymongo.MongoClient(uri)
+
+
+def _load(uri: str, db: str, coll: str, count: int) -> float:
+    client = _client(uri)
+    try:
+        started = time.perf_counter()
+        load(client[db][coll], count)
+        seconds = time.perf_counter() - started
+        log.info("loaded %d documents into %s.%s in %.1f s", count, db, coll, seconds)
+        return seconds
+    finally:
+        client.close()
+
+
+def _ratio(mongocdc: dict[str, Any], bare: dict[str, Any]) -> float:
+    return float(mongocdc["rate_median"]) / float(bare["rate_median"]) if bare["rate_median"] else 0.0
+
+
+# -- 1. snapshot ------------------------------------------------------------------------------
+
+
+def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    db, coll = f"bench_{uuid.uuid4().hex[:8]}", "orders"
+    load_s = _load(svc.uri, db, coll, args.docs)
+    prefix, bare_topic = "snap", f"baseline.{db}.{coll}"
+    create_topics(svc.bootstrap, [f"{prefix}.{db}.{coll}", bare_topic], args.partitions)
+
+    def run_mongocdc(tag: str) -> Timing:
+        config = connector.settings(
+            uri=svc.uri,
+            bootstrap=svc.bootstrap,
+            name=f"snap-{tag}",
+            prefix=prefix,
+            namespace=f"{db}.{coll}",
+            workdir=workdir,
+        )
+        return connector.snapshot(config)
+
+    def run_baseline() -> Timing:
+        return baseline.snapshot(svc.uri, svc.bootstrap, db, coll, bare_topic)
+
+    if args.warmup:
+        log.info("snapshot: warm-up round (not counted)")
+        run_baseline()
+        run_mongocdc("warmup")
+    mine: list[Timing] = []
+    bare: list[Timing] = []
+    for rep in range(args.repeat):
+        sides: list[tuple[str, Callable[[], Timing]]] = [
+            ("baseline", run_baseline),
+            ("mongocdc", lambda rep=rep: run_mongocdc(str(rep))),  # type: ignore[misc]
+        ]
+        for name, fn in sides if rep % 2 == 0 else reversed(sides):
+            timing = fn()
+            (bare if name == "baseline" else mine).append(timing)
+            log.info(
+                "snapshot %s run %d: %d docs in %.2f s = %.0f docs/s",
+                name,
+                rep,
+                timing.items,
+                timing.seconds,
+                timing.rate,
+            )
+            if timing.items != args.docs:
+                raise RuntimeError(f"{name} snapshot delivered {timing.items} documents, expected {args.docs}")
+    m, b = summarise(mine), summarise(bare)
+    ratio = _ratio(m, b)
+    return {
+        "documents": args.docs,
+        "document_bytes": DOCUMENT_BYTES,
+        "load_seconds": round(load_s, 2),
+        "mongocdc": m,
+        "baseline": b,
+        "ratio": round(ratio, 3),
+        "target_ratio": TARGET_RATIO,
+        "target_met": ratio >= TARGET_RATIO,
+    }
+
+
+# -- 2. streaming -----------------------------------------------------------------------------
+
+
+def bench_stream(svc: Services, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    count = args.stream_docs or args.docs
+    db = f"bench_{uuid.uuid4().hex[:8]}"
+    mine: list[Timing] = []
+    bare: list[Timing] = []
+    load_total = 0.0
+    rounds = [("warmup", True)] if args.warmup else []
+    rounds += [(str(rep), False) for rep in range(args.repeat)]
+    for index, (tag, warm) in enumerate(rounds):
+        coll = f"changes_{tag}"
+        prefix = f"strm{tag}"
+        topic, bare_topic = f"{prefix}.{db}.{coll}", f"baseline-{prefix}.{db}.{coll}"
+        create_topics(svc.bootstrap, [topic, bare_topic], args.partitions)
+        client = _client(svc.uri)
+        client[db].create_collection(coll)
+        client.close()
+        config = connector.settings(
+            uri=svc.uri,
+            bootstrap=svc.bootstrap,
+            name=f"stream-{tag}",
+            prefix=prefix,
+            namespace=f"{db}.{coll}",
+            workdir=workdir,
+            extra={"snapshot.mode": "no_data"},
+        )
+        connector.position_before_writes(config)  # stores a position taken before the writes
+        token = baseline.resume_token(svc.uri, db, coll)
+        load_total += _load(svc.uri, db, coll, count)
+
+        def run_mongocdc(config: Any = config, topic: str = topic) -> Timing:
+            return connector.stream(config, svc.bootstrap, topic, count)
+
+        def run_baseline(coll: str = coll, bare_topic: str = bare_topic, token: Any = token) -> Timing:
+            return baseline.stream(svc.uri, svc.bootstrap, db, coll, bare_topic, token, count)
+
+        pair: list[tuple[str, Callable[[], Timing]]] = [("baseline", run_baseline), ("mongocdc", run_mongocdc)]
+        for name, fn in pair if index % 2 == 0 else reversed(pair):
+            timing = fn()
+            log.info(
+                "stream %s run %s: %d events in %.2f s = %.0f events/s%s",
+                name,
+                tag,
+                timing.items,
+                timing.seconds,
+                timing.rate,
+                " (warm-up, not counted)" if warm else "",
+            )
+            if timing.items != count:
+                raise RuntimeError(f"{name} streamed {timing.items} events, expected {count}")
+            if not warm:
+                (bare if name == "baseline" else mine).append(timing)
+    m, b = summarise(mine), summarise(bare)
+    ratio = _ratio(m, b)
+    return {
+        "events": count,
+        "document_bytes": DOCUMENT_BYTES,
+        "load_seconds_mean": round(load_total / max(1, len(rounds)), 2),
+        "mongocdc": m,
+        "baseline": b,
+        "ratio": round(ratio, 3),
+        "target_ratio": TARGET_RATIO,
+        "target_met": ratio >= TARGET_RATIO,
+    }
+
+
+# -- 3. memory --------------------------------------------------------------------------------
+
+
+def bench_memory(svc: Services, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    sizes: list[int] = sorted(args.memory_sizes)
+    db = f"bench_{uuid.uuid4().hex[:8]}"
+    runs: list[dict[str, Any]] = []
+    for size in sizes:
+        coll = f"mem_{size}"
+        _load(svc.uri, db, coll, size)
+        prefix = f"rss{size}"
+        create_topics(svc.bootstrap, [f"{prefix}.{db}.{coll}"], args.partitions)
+        command = [
+            sys.executable, "-m", "bench.rss_probe", "--uri", svc.uri, "--bootstrap", svc.bootstrap,
+            "--namespace", f"{db}.{coll}", "--prefix", prefix, "--workdir", str(workdir),
+        ]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=3600)
+        if done.returncode != 0:
+            raise RuntimeError(f"the memory probe for {size} documents failed:\n{done.stderr[-4000:]}")
+        probe: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        probe["size"] = size
+        probe["peak_mb"] = round(probe["hwm_kb"] / 1024, 1)
+        probe["growth_during_run_mb"] = round((probe["hwm_kb"] - probe["hwm_before_run_kb"]) / 1024, 1)
+        log.info(
+            "memory: %d documents, peak RSS %.1f MB (+%.1f MB during the snapshot), %.1f s",
+            size,
+            probe["peak_mb"],
+            probe["growth_during_run_mb"],
+            probe["seconds"],
+        )
+        runs.append(probe)
+    small, large = runs[0], runs[-1]
+    growth_mb = (large["hwm_kb"] - small["hwm_kb"]) / 1024
+    span = large["size"] - small["size"]
+    per_million = growth_mb / span * 1_000_000 if span else 0.0
+    lo, hi = MEMORY_TARGET_SIZES
+    extrapolated = per_million * (hi - lo) / 1_000_000
+    return {
+        "sizes": sizes,
+        "runs": runs,
+        "peak_growth_mb": round(growth_mb, 1),
+        "growth_mb_per_million_docs": round(per_million, 1),
+        "target": f"peak RSS growth < {MEMORY_TARGET_MB:.0f} MB between {lo} and {hi} documents",
+        "extrapolated_growth_mb_10k_to_1m": round(extrapolated, 1),
+        "target_met_at_measured_sizes": growth_mb < MEMORY_TARGET_MB,
+        "target_met_extrapolated": extrapolated < MEMORY_TARGET_MB,
+    }
+
+
+# -- profiles -------------------------------------------------------------------------------
+
+
+def profile_runs(svc: Services, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """cProfile (all threads) of one mongocdc snapshot, one baseline snapshot and one mongocdc stream."""
+    from bench import profiling
+
+    out: dict[str, Any] = {}
+    db, coll = f"bench_{uuid.uuid4().hex[:8]}", "profiled"
+    _load(svc.uri, db, coll, args.docs)
+    create_topics(svc.bootstrap, [f"prof.{db}.{coll}", f"baseline-prof.{db}.{coll}"], args.partitions)
+    targets: dict[str, Any] = {
+        "mongocdc snapshot": lambda: connector.snapshot(
+            connector.settings(
+                uri=svc.uri,
+                bootstrap=svc.bootstrap,
+                name="prof-snap",
+                prefix="prof",
+                namespace=f"{db}.{coll}",
+                workdir=workdir,
+            )
+        ),
+        "baseline snapshot": lambda: baseline.snapshot(svc.uri, svc.bootstrap, db, coll, f"baseline-prof.{db}.{coll}"),
+    }
+    if "stream" in args.only:
+        scoll = "profiled_stream"
+        topic = f"profs.{db}.{scoll}"
+        create_topics(svc.bootstrap, [topic], args.partitions)
+        client = _client(svc.uri)
+        client[db].create_collection(scoll)
+        client.close()
+        config = connector.settings(
+            uri=svc.uri,
+            bootstrap=svc.bootstrap,
+            name="prof-stream",
+            prefix="profs",
+            namespace=f"{db}.{scoll}",
+            workdir=workdir,
+            extra={"snapshot.mode": "no_data"},
+        )
+        connector.position_before_writes(config)
+        count = args.stream_docs or args.docs
+        _load(svc.uri, db, scoll, count)
+        targets["mongocdc stream"] = lambda: connector.stream(config, svc.bootstrap, topic, count)
+    for name, fn in targets.items():
+        profiles = profiling.ThreadProfiles()
+        with profiles.active():
+            timing = fn()
+        stats = profiles.stats()
+        if args.profile_dir:
+            args.profile_dir.mkdir(parents=True, exist_ok=True)
+            stats.dump_stats(str(args.profile_dir / (name.replace(" ", "-") + ".pstats")))
+        out[name] = {
+            "rate_under_profiler": round(timing.rate, 1),
+            "busy_seconds": round(profiling.busy_seconds(stats), 3),
+            "top_own_time": profiling.top_functions(stats, limit=args.profile_top),
+        }
+    return out
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def _fmt_rate(summary: dict[str, Any]) -> str:
+    return f"{summary['rate_median']:,.0f}"
+
+
+def render_table(report: dict[str, Any]) -> str:
+    lines: list[str] = []
+    env = report["environment"]
+    lines.append(
+        f"mongocdc {env['mongocdc']} | {env['cpus']} CPUs | Python {env['python']} | MongoDB: {env['mongodb']} | "
+        f"Kafka: {env['kafka']} | {env['partitions']} partitions/topic | bsonjs: {env['fast_codec']}"
+    )
+    lines.append(
+        f"median of {report['repeat']} runs each, baseline and mongocdc interleaved"
+        + (", after a warm-up round" if report["warmup"] else "")
+    )
+    lines.append("")
+    header = f"{'benchmark':<34}{'mongocdc':>14}{'baseline':>14}{'ratio':>8}{'target':>9}  result"
+    lines.append(header)
+    lines.append("-" * len(header))
+    for key, label, unit in (("snapshot", "snapshot", "docs/s"), ("stream", "streaming", "events/s")):
+        r = report["results"].get(key)
+        if r is None:
+            continue
+        n = r.get("documents", r.get("events"))
+        lines.append(
+            f"{f'{label} ({n:,} x 1 KB, {unit})':<34}{_fmt_rate(r['mongocdc']):>14}{_fmt_rate(r['baseline']):>14}"
+            f"{r['ratio']:>8.2f}{'>= ' + str(r['target_ratio']):>9}  {'met' if r['target_met'] else 'NOT met'}"
+        )
+    mem = report["results"].get("memory")
+    if mem is not None:
+        lo, hi = mem["sizes"][0], mem["sizes"][-1]
+        lines.append(
+            f"{f'snapshot peak RSS {lo:,} -> {hi:,} docs':<34}{mem['peak_growth_mb']:>11.1f} MB"
+            f"{'':>14}{'':>8}{'< 50 MB':>9}  {'met' if mem['target_met_at_measured_sizes'] else 'NOT met'}"
+        )
+        lines.append("")
+        lines.append("memory runs (each snapshot in its own process; VmHWM):")
+        for run in mem["runs"]:
+            lines.append(
+                f"  {run['size']:>10,} docs: peak {run['peak_mb']:7.1f} MB, of which "
+                f"{run['growth_during_run_mb']:6.1f} MB during the snapshot "
+                f"({run['seconds']:.1f} s, {run['documents'] / max(run['seconds'], 1e-9):,.0f} docs/s)"
+            )
+        lines.append(
+            f"  growth {mem['growth_mb_per_million_docs']:.1f} MB per million documents; linear extrapolation to "
+            f"10,000 -> 1,000,000 docs: {mem['extrapolated_growth_mb_10k_to_1m']:.1f} MB "
+            f"({'under' if mem['target_met_extrapolated'] else 'over'} the 50 MB target)"
+        )
+    for key in ("snapshot", "stream"):
+        r = report["results"].get(key)
+        if r is None:
+            continue
+        lines.append("")
+        lines.append(f"{key} runs (items/s): mongocdc {r['mongocdc']['rates']}  baseline {r['baseline']['rates']}")
+        lines.append(f"  mongocdc phases (mean s): {r['mongocdc']['phases_mean_s']}")
+        lines.append(f"  baseline phases (mean s): {r['baseline']['phases_mean_s']}")
+    prof = report.get("profiles")
+    if prof:
+        for name, p in prof.items():
+            lines.append("")
+            lines.append(
+                f"profile: {name} ({p['rate_under_profiler']:,.0f}/s under cProfile; "
+                f"{p['busy_seconds']:.2f} s own time, idle waits excluded)"
+            )
+            lines.append(f"  {'share':>6}  {'own s':>7}  {'calls':>9}  function")
+            for row in p["top_own_time"]:
+                share = row["own_share"] * 100
+                lines.append(f"  {share:5.1f}%  {row['own_s']:7.3f}  {row['calls']:>9,}  {row['function']}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="mongocdc snapshot/streaming throughput against bare baselines, and snapshot memory.",
+    )
+    parser.add_argument("--docs", type=int, default=20_000, help="documents per snapshot and streaming run (20000)")
+    parser.add_argument("--stream-docs", type=int, default=None, help="events per streaming run (default: --docs)")
+    parser.add_argument(
+        "--memory-sizes",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[10_000, 100_000],
+        help="comma-separated snapshot sizes for the memory benchmark (10000,100000)",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="measured runs of each side (3)")
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the uncounted warm-up rounds")
+    parser.add_argument("--broker-warmup", type=int, default=50_000, help="records produced to warm the broker (50000)")
+    parser.add_argument("--only", default=",".join(ALL), help=f"benchmarks to run, comma-separated ({','.join(ALL)})")
+    parser.add_argument("--partitions", type=int, default=3, help="partitions per topic (3)")
+    parser.add_argument("--mongo-server", default=None, help="test server candidate (default: secantus)")
+    parser.add_argument("--connection-string", default=None, help="use this MongoDB replica set instead")
+    parser.add_argument("--bootstrap-servers", default=None, help="use this Kafka cluster instead")
+    parser.add_argument("--profile", action="store_true", help="also profile one run of each side (cProfile)")
+    parser.add_argument("--profile-top", type=int, default=20, help="functions listed per profile (20)")
+    parser.add_argument("--profile-dir", type=Path, default=None, help="write .pstats files here")
+    parser.add_argument("--output", choices=("table", "json"), default="table")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="-v: progress, -vv: mongocdc's logs too")
+    args = parser.parse_args(argv)
+    args.only = [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = set(args.only) - set(ALL)
+    if unknown:
+        parser.error(f"--only: unknown benchmark(s) {', '.join(sorted(unknown))}; choose from {', '.join(ALL)}")
+    if len(args.memory_sizes) < 2:
+        parser.error("--memory-sizes needs at least two sizes")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose >= 2 else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    log.setLevel(logging.INFO if args.verbose or args.output == "table" else logging.WARNING)
+    from mongocdc import __version__
+    from mongocdc.events.codec import FAST_CODEC
+
+    report: dict[str, Any] = {
+        "environment": {
+            "mongocdc": __version__,
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "fast_codec": FAST_CODEC,
+            "partitions": args.partitions,
+        },
+        "repeat": args.repeat,
+        "warmup": args.warmup,
+        "results": {},
+    }
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mongocdc-bench-") as tmp, services(args) as svc:
+        report["environment"].update(mongodb=svc.mongo, kafka=svc.kafka)
+        workdir = Path(tmp)
+        if args.warmup:
+            warm_up_broker(svc.bootstrap, args.broker_warmup, args.partitions)
+        if "snapshot" in args.only:
+            report["results"]["snapshot"] = bench_snapshot(svc, args, workdir)
+        if "stream" in args.only:
+            report["results"]["stream"] = bench_stream(svc, args, workdir)
+        if "memory" in args.only:
+            report["results"]["memory"] = bench_memory(svc, args, workdir)
+        if args.profile:
+            report["profiles"] = profile_runs(svc, args, workdir)
+    report["seconds"] = round(time.monotonic() - started, 1)
+    if args.output == "json":
+        print(json.dumps(report, indent=2))
+    else:
+        print(render_table(report))
+        print(f"\n(total {report['seconds']:.0f} s)")
+    return 0
+
+
+__all__ = ["main", "median"]

@@ -1,0 +1,295 @@
+"""The complete connector against the real broker and the MongoDB test server: snapshots with concurrent
+writes, kill -9 during snapshot and streaming, heartbeats, metrics, per-shard streams and Kafka outages."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bson import Decimal128, Int64, ObjectId, json_util
+from pymongo import MongoClient
+
+from tests.integration.helpers import CliProcess, decode, read_topic, run_cli, wait_until
+from tests.integration.test_stream_e2e import write_config
+
+pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
+
+
+def replay(bootstrap: str, topic: str) -> dict[str, Any]:
+    """The collection a consumer rebuilds from the topic: latest `after` per key, deletes applied."""
+    state: dict[str, Any] = {}
+    for msg in read_topic(bootstrap, topic, timeout=30):
+        key, value = decode(msg)
+        if value is None:
+            continue
+        if value["op"] == "d":
+            state.pop(key["id"], None)
+        elif value["after"] is not None:
+            state[key["id"]] = json_util.loads(value["after"])
+    return state
+
+
+def collection_state(client: MongoClient[dict[str, Any]], db: str, coll: str) -> dict[str, Any]:
+    return {json_util.dumps(d["_id"], json_options=json_util.RELAXED_JSON_OPTIONS): d for d in client[db][coll].find()}
+
+
+def mixed_documents(n: int) -> list[dict[str, Any]]:
+    ids: list[Any] = []
+    for i in range(n):
+        kind = i % 5
+        ids.append([i, f"s{i:05d}", ObjectId(), Int64(10**12 + i), float(i) + 0.5][kind])
+    return [{"_id": _id, "n": i, "pad": "x" * 100} for i, _id in enumerate(ids)]
+
+
+class Writer(threading.Thread):
+    """Inserts, updates and deletes in a loop until stopped (concurrent with the connector)."""
+
+    def __init__(self, uri: str, db: str, coll: str) -> None:
+        super().__init__(daemon=True)
+        self.client: MongoClient[dict[str, Any]] = MongoClient(uri)
+        self.coll = self.client[db][coll]
+        self.done = threading.Event()
+        self.count = 0
+
+    def run(self) -> None:
+        i = 0
+        while not self.done.is_set():
+            self.coll.insert_one({"_id": f"w{i}", "n": i})
+            if i % 3 == 0:
+                self.coll.update_one({"_id": f"w{i}"}, {"$set": {"updated": True}})
+            if i % 7 == 0 and i:
+                self.coll.delete_one({"_id": f"w{i - 1}"})
+            i += 1
+            self.count = i
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=30)
+        self.client.close()
+
+
+def names() -> tuple[str, str]:
+    return f"it_{uuid.uuid4().hex[:12]}", f"p{uuid.uuid4().hex[:8]}"
+
+
+def test_snapshot_then_streaming_with_concurrent_writes_replays_to_each_collection(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db].mixed.insert_many(mixed_documents(500))
+    client[db].plain.insert_many([{"_id": i, "v": Decimal128("1.5")} for i in range(300)])
+    config = write_config(
+        tmp_path, mongo_uri, kafka_bootstrap, db, prefix, snapshot_fetch_size=64, snapshot_max_threads=2
+    )
+    writer = Writer(mongo_uri, db, "plain")
+    writer.start()
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("snapshot completed")
+        wait_until(lambda: writer.count > 50, "concurrent writes")
+        writer.stop()
+        expected = {c: collection_state(client, db, c) for c in ("mixed", "plain")}
+        wait_until(
+            lambda: replay(kafka_bootstrap, f"{prefix}.{db}.plain") == expected["plain"],
+            "the plain topic to replay to the collection",
+            timeout=90,
+        )
+    finally:
+        writer.stop()
+        code = stream.stop()
+    assert code == 0, stream.stderr
+    assert replay(kafka_bootstrap, f"{prefix}.{db}.mixed") == expected["mixed"]
+    reads = [decode(m)[1] for m in read_topic(kafka_bootstrap, f"{prefix}.{db}.mixed")]
+    markers = [v["source"]["snapshot"] for v in reads if v and v["op"] == "r"]
+    assert len(markers) == 500 and markers.count("first") + markers.count("last") <= 2
+    assert set(markers) <= {"first", "true", "first_in_data_collection", "last_in_data_collection", "last"}
+    offsets = json.loads(run_cli("--config", str(config), "offsets", "show", "--output", "json").stdout)
+    assert len(offsets) == 1 and "initsync" not in offsets[0]
+    client.close()
+
+
+def test_kill_9_during_snapshot_then_restart_loses_nothing(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db].big.insert_many([{"_id": i, "pad": "y" * 200} for i in range(3000)])
+    config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db, prefix, snapshot_fetch_size=50)
+    topic = f"{prefix}.{db}.big"
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) >= 200, "part of the snapshot in Kafka")
+    finally:
+        stream.proc.send_signal(signal.SIGKILL)
+        stream.proc.wait(timeout=30)
+    offsets = json.loads(run_cli("--config", str(config), "offsets", "show", "--output", "json").stdout)
+    assert offsets and offsets[0].get("initsync") is True  # the snapshot was interrupted
+    client[db].big.insert_one({"_id": "after-crash"})
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("snapshot completed", timeout=120)
+        expected = collection_state(client, db, "big")
+        wait_until(lambda: replay(kafka_bootstrap, topic) == expected, "the topic to replay to the collection")
+    finally:
+        assert stream.stop() == 0, stream.stderr
+    assert "continuing the interrupted snapshot" in stream.stderr
+    ids = [decode(m)[0]["id"] for m in read_topic(kafka_bootstrap, topic)]
+    assert len(ids) < 2 * 3001  # resumed from its progress, not started over
+    client.close()
+
+
+def test_kill_9_during_streaming_then_restart_loses_nothing(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db, prefix, offset_flush_interval_ms=200)
+    topic = f"{prefix}.{db}.orders"
+    stream = CliProcess("--config", str(config), "stream")
+    writer = Writer(mongo_uri, db, "orders")
+    try:
+        stream.wait_for_log("change stream open")
+        writer.start()
+        wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) > 100, "streamed changes")
+    finally:
+        stream.proc.send_signal(signal.SIGKILL)
+        stream.proc.wait(timeout=30)
+    wait_until(lambda: writer.count > 200, "writes while mongocdc is down")
+    writer.stop()
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        expected = collection_state(client, db, "orders")
+        wait_until(lambda: replay(kafka_bootstrap, topic) == expected, "the topic to replay to the collection")
+    finally:
+        assert stream.stop() == 0, stream.stderr
+    client.close()
+
+
+def test_heartbeats_and_prometheus_metrics(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str) -> None:
+    db, prefix = names()
+    from tests.services.mongo import free_port
+
+    port = free_port()
+    config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db, prefix, heartbeat_interval_ms=300)
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    stream = CliProcess("--config", str(config), "stream", "--metrics-port", str(port), "--output", "json")
+    try:
+        stream.wait_for_log("change stream open")
+        client[db].c.insert_one({"_id": 1})
+        client[db].c.delete_one({"_id": 1})
+        wait_until(lambda: len(read_topic(kafka_bootstrap, f"__debezium-heartbeat.{prefix}")) >= 2, "heartbeats")
+
+        def scrape() -> str:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:  # noqa: S310
+                return str(response.read().decode())
+
+        wait_until(lambda: 'op="delete"' in scrape() and "} 1" in scrape(), "the metrics to count the events")
+        text = scrape()
+        assert f'mongocdc_events_total{{connector="it-{prefix}"' in text
+        assert "mongocdc_milliseconds_behind_source" in text
+    finally:
+        assert stream.stop() == 0, stream.stderr
+        client.close()
+    key, value = decode(read_topic(kafka_bootstrap, f"__debezium-heartbeat.{prefix}")[0])
+    assert key == {"serverName": prefix} and isinstance(value, dict) and value["ts_ms"] > 0
+    status = [json.loads(line) for line in stream.stdout_lines if line.startswith("{")]
+    assert any("metrics" in s for s in status)
+
+
+def test_per_shard_streams_share_topics_keep_offsets_per_replica_set_and_pick_up_new_shards(
+    tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    """mongodb.connection.mode=replica_set against a config server stand-in (tests/services/sharded.py)."""
+    from tests.services.sharded import ShardedCluster
+
+    db, prefix = names()
+    with ShardedCluster(shards=2, data_dir=tmp_path / "cluster") as cluster:
+        config = write_config(
+            tmp_path,
+            cluster.config_uri,
+            kafka_bootstrap,
+            db,
+            prefix,
+            mongodb_connection_mode="replica_set",
+            mongodb_poll_interval_ms=300,
+            tasks_max=1,
+        )
+        topic = f"{prefix}.{db}.orders"
+        clients = {name: MongoClient(cluster.uri_of(server)) for name, server in cluster.shards.items()}
+        for i, client in enumerate(clients.values()):
+            client[db].orders.insert_one({"_id": f"snap{i}"})  # copied by each shard's snapshot
+        stream = CliProcess("--config", str(config), "stream")
+        try:
+            wait_until(lambda: stream.stderr.count("change stream open") == 2, "both shard streams", timeout=90)
+            for i, client in enumerate(clients.values()):
+                client[db].orders.insert_one({"_id": f"live{i}"})
+            wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) == 4, "events of both shards in one topic")
+            added = cluster.add_shard()
+            new_client: MongoClient[dict[str, Any]] = MongoClient(cluster.uri_of(added))
+            wait_until(lambda: stream.stderr.count("change stream open") == 3, "the new shard's stream", timeout=90)
+            new_client[db].orders.insert_one({"_id": "on-new-shard"})
+            wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) == 5, "the new shard's events")
+            new_client.close()
+        finally:
+            code = stream.stop()
+            for client in clients.values():
+                client.close()
+        assert code == 0, stream.stderr
+    records = [decode(m) for m in read_topic(kafka_bootstrap, topic)]
+    by_id = {json.loads(k["id"]): v for k, v in records}
+    assert set(by_id) == {"snap0", "snap1", "live0", "live1", "on-new-shard"}
+    assert {v["source"]["rs"] for v in by_id.values()} == {"shard00-rs", "shard01-rs", "shard02-rs"}
+    assert by_id["on-new-shard"]["source"]["rs"] == "shard02-rs"
+    offsets = json.loads(run_cli("--config", str(config), "offsets", "show", "--output", "json").stdout)
+    assert sorted(o["partition"] for o in offsets) == ["shard00-rs", "shard01-rs", "shard02-rs"]
+
+
+def test_kafka_outage_while_streaming_loses_nothing_and_a_long_one_exits_4(tmp_path: Path, mongo_uri: str) -> None:
+    from tests.services.kafka import KafkaBroker
+
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    with KafkaBroker(num_partitions=1, data_dir=tmp_path / "kafka") as broker:
+        config = write_config(tmp_path, mongo_uri, broker.bootstrap, db, prefix, kafka_message_timeout_ms=60000)
+        topic = f"{prefix}.{db}.c"
+        stream = CliProcess("--config", str(config), "stream")
+        try:
+            stream.wait_for_log("change stream open")
+            client[db].c.insert_one({"_id": "before"})
+            wait_until(lambda: len(read_topic(broker.bootstrap, topic)) == 1, "the first event")
+            broker.halt()
+            client[db].c.insert_many([{"_id": f"during{i}"} for i in range(20)])
+            broker.start()
+            wait_until(lambda: len(read_topic(broker.bootstrap, topic)) == 21, "events buffered during the outage")
+            assert stream.proc.poll() is None
+        finally:
+            assert stream.stop() == 0, stream.stderr
+        ids = [json.loads(decode(m)[0]["id"]) for m in read_topic(broker.bootstrap, topic)]
+        assert ids == ["before"] + [f"during{i}" for i in range(20)]
+
+        # an outage longer than kafka.message.timeout.ms: exit 4, nothing committed past what Kafka acknowledged
+        config = write_config(tmp_path, mongo_uri, broker.bootstrap, db, prefix, kafka_message_timeout_ms=2000)
+        stream = CliProcess("--config", str(config), "stream")
+        try:
+            stream.wait_for_log("change stream open")
+            broker.halt()
+            client[db].c.insert_one({"_id": "lost-connection"})
+            assert stream.proc.wait(timeout=60) == 4, stream.stderr
+        finally:
+            stream.kill()
+        assert "did not acknowledge" in stream.stderr
+        broker.start()
+        # the unacknowledged change was not committed: the restart delivers it
+        stream = CliProcess("--config", str(config), "stream")
+        try:
+            wait_until(lambda: len(read_topic(broker.bootstrap, topic)) == 22, "the event after the restart")
+        finally:
+            assert stream.stop() == 0, stream.stderr
+    client.close()
