@@ -54,9 +54,7 @@ def services(args: argparse.Namespace) -> Iterator[Services]:
         if args.connection_string:
             uri, mongo = args.connection_string, "given"
         else:
-            from tests.services.mongo import server_class
-
-            cls = server_class(args.mongo_server)
+            cls = mongo_server_class(args.mongo_server)
             server = cls()
             log.info("starting MongoDB test server %s", cls.name)
             server.start()
@@ -73,6 +71,23 @@ def services(args: argparse.Namespace) -> Iterator[Services]:
             stack.callback(broker.stop)
             bootstrap, kafka = broker.bootstrap, f"Apache Kafka {KAFKA_VERSION} (KRaft, 1 broker)"
         yield Services(uri, bootstrap, mongo, kafka)
+
+
+def mongo_server_class(name: str | None) -> type[Any]:
+    """``--mongo-server``, else ``$MONGOCDC_TEST_MONGODB_SERVER``, else secantus-rs when built, else secantus.
+
+    secantus-rs plans ``_id`` range queries on the ``_id`` index as mongod does; the Python secantus
+    scans the whole collection for every snapshot chunk query (``{_id: {$gt: …}}`` sorted by ``_id``),
+    which makes any chunked snapshot quadratic there and measures the server instead of mongocdc.
+    """
+    from tests.services.mongo import SERVER_ENV, SecantusRsServer, SecantusServer, server_class
+
+    if name or os.environ.get(SERVER_ENV, "").strip():
+        return server_class(name)
+    if SecantusRsServer.binary().exists():
+        return SecantusRsServer
+    log.warning("secantus-rs is not built: using secantus, whose snapshot chunk queries are collection scans")
+    return SecantusServer
 
 
 def warm_up_broker(bootstrap: str, records: int, partitions: int) -> None:
@@ -447,7 +462,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--broker-warmup", type=int, default=50_000, help="records produced to warm the broker (50000)")
     parser.add_argument("--only", default=",".join(ALL), help=f"benchmarks to run, comma-separated ({','.join(ALL)})")
     parser.add_argument("--partitions", type=int, default=3, help="partitions per topic (3)")
-    parser.add_argument("--mongo-server", default=None, help="test server candidate (default: secantus)")
+    parser.add_argument(
+        "--mongo-server", default=None, help="MongoDB test server (default: secantus-rs if built, else secantus)"
+    )
     parser.add_argument("--connection-string", default=None, help="use this MongoDB replica set instead")
     parser.add_argument("--bootstrap-servers", default=None, help="use this Kafka cluster instead")
     parser.add_argument("--profile", action="store_true", help="also profile one run of each side (cProfile)")

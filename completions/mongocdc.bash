@@ -19,9 +19,9 @@ _mongocdc() {
         "failover") COMPREPLY=($(compgen -W "translate --help" -- "$cur")) ;;
         "failover translate") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
         "offsets") COMPREPLY=($(compgen -W "reset set show --help" -- "$cur")) ;;
-        "offsets reset") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
-        "offsets set") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
-        "offsets show") COMPREPLY=($(compgen -W "--output -o --offsets --name --all --help" -- "$cur")) ;;
+        "offsets reset") COMPREPLY=($(compgen -W "--partition -p --to-timestamp --yes -y --output -o --offsets --name --bootstrap-servers --help" -- "$cur")) ;;
+        "offsets set") COMPREPLY=($(compgen -W "--resume-token --partition -p --yes -y --output -o --offsets --name --bootstrap-servers --help" -- "$cur")) ;;
+        "offsets show") COMPREPLY=($(compgen -W "--output -o --offsets --name --bootstrap-servers --all --help" -- "$cur")) ;;
         "replicate") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
         "signal") COMPREPLY=($(compgen -W "send --help" -- "$cur")) ;;
         "signal send") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from mongocdc.config import Settings
@@ -43,11 +43,12 @@ def mongo_client(settings: Settings, *, listeners: list[Any] | None = None) -> A
     )
 
 
-def offset_store(settings: Settings) -> OffsetStore:
+def offset_store(settings: Settings, *, create: bool = True) -> OffsetStore:
     """The store ``offset.storage`` names, ready to use.
 
     ``kafka``: the cluster must answer (retries with the ``connect.*`` backoff) and the topic
-    ``offset.storage.topic`` is created compacted when absent, or refused when it is not compacted.
+    ``offset.storage.topic`` is created compacted when absent (with ``create=False``: by the first
+    write, so a reader changes nothing), or refused when it is not compacted.
     """
     if settings.offset_storage == "sqlite":
         from mongocdc.offsets.sqlite import SqliteOffsetStore
@@ -64,7 +65,7 @@ def offset_store(settings: Settings) -> OffsetStore:
             timeout_s=settings.connect_timeout_ms / 1000,
         )
         try:
-            store.connect(backoff(settings))
+            store.connect(backoff(settings), create_topic=create)
         except BaseException:
             store.close()
             raise
@@ -86,6 +87,32 @@ def kafka_sink(settings: Settings) -> Any:
     sink = KafkaSink(settings.kafka_client)
     sink.connect(backoff(settings), settings.connect_timeout_ms / 1000)
     return sink
+
+
+def unmatched_patterns(patterns: Iterable[str], names: Iterable[str]) -> list[str]:
+    """The include-list regular expressions that match none of ``names`` (full, case-insensitive match)."""
+    import re
+
+    present = list(names)
+    return [p for p in patterns if not any(re.fullmatch(p, n, re.IGNORECASE) for n in present)]
+
+
+def warn_unmatched_includes(settings: Settings, client: Any) -> None:
+    """Say clearly when database.include.list names a database that does not exist (yet)."""
+    from mongocdc.sources.mongo.scan import database_names
+
+    if not settings.database_include_list:
+        return
+    names = database_names(client)
+    if names is None:
+        return
+    for pattern in unmatched_patterns(settings.database_include_list, names):
+        log.warning(
+            "database.include.list entry %r matches no database on this deployment (yet); "
+            "its changes are captured once such a database is written to. Existing databases: %s",
+            pattern,
+            ", ".join(sorted(names)) or "none",
+        )
 
 
 def field_transforms(settings: Settings) -> Any:
@@ -167,6 +194,7 @@ def connector(
         resources.callback(seed.close)
         topology = discover(seed)
         topology.require_change_streams()
+        warn_unmatched_includes(settings, seed)
         shards: list[Shard] = []
         if settings.mongodb_connection_mode == "replica_set":
             shards = shards_behind(seed)

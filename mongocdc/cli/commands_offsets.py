@@ -251,7 +251,7 @@ def register(app: typer.Typer) -> None:
         from mongocdc import wiring
 
         settings = state(ctx).settings(offsets=offsets, name=name, bootstrap_servers=bootstrap_servers)
-        store = wiring.offset_store(settings)
+        store = wiring.offset_store(settings, create=False)
         try:
             records = store.records(None if all_connectors else settings.name)
         finally:

@@ -55,6 +55,13 @@ _UNREACHABLE_CODES = (
     KafkaError._MSG_TIMED_OUT,
     KafkaError.REQUEST_TIMED_OUT,
 )
+_SETTLING_CODES = (
+    # A new topic's partitions, or a partition whose leader moves, answer these for a moment.
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._UNKNOWN_PARTITION,
+)
 _TOPIC_HINT = "mongocdc creates the topic compacted when it does not exist"
 
 
@@ -141,6 +148,7 @@ class KafkaOffsetStore:
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._ready = False
+        self._topic_exists = False
         self._lock = threading.RLock()
 
     @property
@@ -227,8 +235,12 @@ class KafkaOffsetStore:
 
     # --- the topic -------------------------------------------------------------
 
-    def connect(self, backoff: Backoff | None = None) -> None:
-        """Reach the cluster (retrying with ``backoff``), then create or check the offset topic."""
+    def connect(self, backoff: Backoff | None = None, *, create_topic: bool = True) -> None:
+        """Reach the cluster (retrying with ``backoff``), then create or check the offset topic.
+
+        With ``create_topic=False`` an absent topic reads as empty and is created by the first write
+        (``offsets show`` changes nothing).
+        """
         with self._lock:
             if self._ready:
                 return
@@ -255,21 +267,24 @@ class KafkaOffsetStore:
                     hint="check kafka.bootstrap.servers (or --bootstrap-servers), the kafka.* security settings and "
                     "that the brokers are up; connect.max.attempts and connect.backoff.* tune the retries",
                 ) from exc
-            self._ensure_topic(metadata)
+            self._ensure_topic(metadata, create=create_topic)
             self._ready = True
 
     def _ensure_ready(self) -> None:
         if not self._ready:
             self.connect()
 
-    def _ensure_topic(self, metadata: Any) -> None:
+    def _ensure_topic(self, metadata: Any, *, create: bool) -> None:
         info = metadata.topics.get(self.topic)
         error: KafkaError | None = info.error if info is not None else None
         if info is None or (error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            if not create:
+                return
             self._create_topic()
         elif error is not None:
             raise self._kafka_failed(KafkaException(error), f"describing topic {self.topic}")
         self._check_compacted()
+        self._topic_exists = True
 
     def _create_topic(self) -> None:
         new = NewTopic(
@@ -361,17 +376,10 @@ class KafkaOffsetStore:
     def _replay(self) -> dict[tuple[str, str], OffsetRecord]:
         """Every live record, read from the beginning to the high watermarks of now."""
         self._ensure_ready()
+        if not self._topic_exists:
+            return {}
         consumer = self._consumer_client()
-        ends: dict[int, int] = {}
-        try:
-            for p in self._wait_for_partitions():
-                low, high = consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, p), timeout=self.timeout_s, cached=False
-                )
-                if high > low:
-                    ends[p] = high
-        except KafkaException as exc:
-            raise self._kafka_failed(exc, f"reading the end offsets of topic {self.topic}") from exc
+        ends = {p: high for p, (low, high) in self._watermarks(consumer).items() if high > low}
         if not ends:
             return {}
         latest: dict[tuple[str, str], _Latest] = {}
@@ -419,6 +427,25 @@ class KafkaOffsetStore:
             log.debug("offset topic %s: skipped %d records whose key mongocdc did not write", self.topic, foreign)
         return self._decode(latest)
 
+    def _watermarks(self, consumer: Consumer) -> dict[int, tuple[int, int]]:
+        """Low and high watermark of each partition, asked of the leaders (retried while leadership settles)."""
+        marks: dict[int, tuple[int, int]] = {}
+        deadline = time.monotonic() + self.timeout_s
+        for p in self._wait_for_partitions():
+            while True:
+                try:
+                    marks[p] = consumer.get_watermark_offsets(
+                        TopicPartition(self.topic, p), timeout=self.timeout_s, cached=False
+                    )
+                    break
+                except KafkaException as exc:
+                    err = exc.args[0] if exc.args else None
+                    settling = isinstance(err, KafkaError) and err.code() in _SETTLING_CODES
+                    if not settling or time.monotonic() > deadline:
+                        raise self._kafka_failed(exc, f"reading the end offsets of topic {self.topic}") from exc
+                    time.sleep(0.1)
+        return marks
+
     def _decode(self, latest: Mapping[tuple[str, str], _Latest]) -> dict[tuple[str, str], OffsetRecord]:
         records: dict[tuple[str, str], OffsetRecord] = {}
         for (connector, partition), entry in latest.items():
@@ -444,6 +471,10 @@ class KafkaOffsetStore:
     def _produce(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Produce ``(key, value)`` records and return once every one is acknowledged (``acks=all``)."""
         self._ensure_ready()
+        if not self._topic_exists:
+            self._create_topic()
+            self._check_compacted()
+            self._topic_exists = True
         producer = self._producer_client()
         failures: list[KafkaError] = []
 
@@ -515,6 +546,7 @@ class KafkaOffsetStore:
                 self._producer = None
             self._admin = None
             self._ready = False
+            self._topic_exists = False
 
 
 class _KafkaUnavailableError(Exception):

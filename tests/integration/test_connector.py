@@ -293,3 +293,57 @@ def test_kafka_outage_while_streaming_loses_nothing_and_a_long_one_exits_4(tmp_p
         finally:
             assert stream.stop() == 0, stream.stderr
     client.close()
+
+
+def test_snapshot_command_with_filters_field_rules_and_skipped_operations(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db].users.insert_many(
+        [
+            {"_id": i, "name": f"u{i}", "secret": "pw", "address": {"zip": "1000", "city": "x"}, "active": i % 2 == 0}
+            for i in range(10)
+        ]
+    )
+    config = write_config(
+        tmp_path,
+        mongo_uri,
+        kafka_bootstrap,
+        db,
+        prefix,
+        {
+            "database.include.list": f"{db},{db}_missing",
+            "snapshot.collection.filter.overrides": f"{db}.users",
+            f"snapshot.collection.filter.overrides.{db}.users": '{"active": true}',
+            "field.exclude.list": f"{db}.users.secret",
+            "field.renames": f"{db}.users.address.zip:postcode",
+            "skipped.operations": "d",
+        },
+    )
+    result = run_cli("--config", str(config), "snapshot", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["completed"] is True and summary["collections"][f"{db}.users"]["documents"] == 5
+    assert f"'{db}_missing' matches no database" in result.stderr
+    topic = f"{prefix}.{db}.users"
+    docs = [json_util.loads(decode(m)[1]["after"]) for m in read_topic(kafka_bootstrap, topic)]
+    assert sorted(d["_id"] for d in docs) == [0, 2, 4, 6, 8]  # the snapshot filter
+    assert all("secret" not in d and d["address"] == {"postcode": "1000", "city": "x"} for d in docs)
+    offsets = json.loads(run_cli("--config", str(config), "offsets", "show", "--output", "json").stdout)
+    assert "initsync" not in offsets[0]  # completed: a later `stream` continues from the recorded position
+
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("change stream open")
+        client[db].users.delete_one({"_id": 0})  # skipped: d
+        client[db].users.update_one({"_id": 2}, {"$set": {"secret": "new", "name": "renamed"}})
+        wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) == 6, "the update")
+    finally:
+        assert stream.stop() == 0, stream.stderr
+    values = [decode(m)[1] for m in read_topic(kafka_bootstrap, topic)]
+    assert [v["op"] for v in values].count("d") == 0
+    update = next(v for v in values if v["op"] == "u")
+    assert json.loads(update["updateDescription"]["updatedFields"]) == {"name": "renamed"}
+    assert "secret" not in update["after"]
+    client.close()

@@ -20,9 +20,18 @@ pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
 PARTITIONS = 3
 
 
-def write_config(tmp_path: Path, mongo_uri: str, bootstrap: str, db: str, prefix: str, **extra: Any) -> Path:
+def write_config(
+    tmp_path: Path,
+    mongo_uri: str,
+    bootstrap: str,
+    db: str,
+    prefix: str,
+    properties: dict[str, Any] | None = None,
+    **extra: Any,
+) -> Path:
+    """A config file for one test; ``extra`` keys use ``_`` for ``.``, ``properties`` are taken as written."""
     config = tmp_path / "mongocdc.yaml"
-    properties: dict[str, Any] = {
+    merged: dict[str, Any] = {
         "name": f"it-{prefix}",
         "mongodb.connection.string": mongo_uri,
         "topic.prefix": prefix,
@@ -32,8 +41,9 @@ def write_config(tmp_path: Path, mongo_uri: str, bootstrap: str, db: str, prefix
         "database.include.list": db,
         "collection.exclude.list": f"{db}\\.skipped",
     }
-    properties.update({k.replace("_", "."): v for k, v in extra.items()})
-    lines = [f"{k}: {json.dumps(v)}" for k, v in properties.items()]
+    merged.update({k.replace("_", "."): v for k, v in extra.items()})
+    merged.update(properties or {})
+    lines = [f"{k}: {json.dumps(v)}" for k, v in merged.items()]
     # the nested form of the same keys works too
     lines += ["kafka:", f"  bootstrap.servers: {json.dumps(bootstrap)}"]
     config.write_text("\n".join(lines) + "\n")

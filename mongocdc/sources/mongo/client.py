@@ -104,3 +104,13 @@ def connect(
                 hint="check the user, password and authSource in mongodb.connection.string",
             ) from exc
         raise
+
+
+def raise_for_privileges(exc: OperationFailure, what: str) -> None:
+    """Turn MongoDB's refusal for lack of privileges into a configuration error (exit 3) naming what was refused."""
+    if exc.code in (UNAUTHORIZED, AUTH_FAILED):
+        raise ConfigError(
+            f"the MongoDB user may not {what}: {redact_text(str(exc))}",
+            hint="grant the connector's user the read role on every captured database (or readAnyDatabase), "
+            "plus read on local and config for sharded clusters; see the README's configuration section",
+        ) from exc

@@ -16,6 +16,7 @@ from pymongo import ASCENDING, MongoClient
 from pymongo.errors import OperationFailure
 
 from mongocdc.events.snapshot import Chunk, ScanPosition
+from mongocdc.sources.mongo.client import raise_for_privileges
 
 log = logging.getLogger("mongocdc.mongo.scan")
 
@@ -72,7 +73,11 @@ class CollectionScanner:
         position = start or ScanPosition()
         while position.bracket < len(ID_TYPE_BRACKETS):
             cursor = self._collection.find(self._query(position), batch_size=self._fetch_size)
-            documents = list(cursor.sort("_id", ASCENDING).limit(self._fetch_size))
+            try:
+                documents = list(cursor.sort("_id", ASCENDING).limit(self._fetch_size))
+            except OperationFailure as exc:
+                raise_for_privileges(exc, f"read {self.namespace} for the snapshot")
+                raise
             bracket = position.bracket
             if documents:
                 position = ScanPosition(position.bracket, documents[-1]["_id"], True)
@@ -94,6 +99,16 @@ def captured_collections(
 ) -> list[tuple[str, str]]:
     """``(db, collection)`` pairs a snapshot copies: real collections (no views, no ``system.*``) in scope,
     kept by ``include(db, coll)``, sorted."""
+    try:
+        return _captured_collections(client, scope=scope, target=target, include=include)
+    except OperationFailure as exc:
+        raise_for_privileges(exc, "list the databases and collections to snapshot")
+        raise
+
+
+def _captured_collections(
+    client: MongoClient[Any], *, scope: str, target: str | None, include: Any
+) -> list[tuple[str, str]]:
     if scope == "collection" and target:
         db, _, coll = target.partition(".")
         pairs = [(db, coll)]
@@ -107,3 +122,11 @@ def captured_collections(
             if not name.startswith("system.")
         ]
     return sorted(p for p in pairs if include(*p))
+
+
+def database_names(client: MongoClient[Any]) -> list[str] | None:
+    """The deployment's databases, or ``None`` when the user may not list them."""
+    try:
+        return [name for name in client.list_database_names() if name not in SYSTEM_DATABASES]
+    except OperationFailure:
+        return None

@@ -18,6 +18,7 @@ from mongocdc.errors import ConfigError, ResumePositionLostError, UnreachableErr
 from mongocdc.events.changes import ControlChange, MalformedChangeError, StreamedChange, Transforms, convert_change
 from mongocdc.events.position import Position
 from mongocdc.retry import Backoff
+from mongocdc.sources.mongo.client import raise_for_privileges
 
 log = logging.getLogger("mongocdc.mongo.stream")
 
@@ -186,6 +187,9 @@ class MongoChangeStreamSource:
             raise
 
     def _raise_operation_failure(self, exc: OperationFailure) -> None:
+        raise_for_privileges(
+            exc, f"open a change stream ({self._scope} scope{f' on {self._target}' if self._target else ''})"
+        )
         if is_resume_lost(exc):
             raise resume_lost_error(self._connector, redact_text(str(exc))) from exc
 

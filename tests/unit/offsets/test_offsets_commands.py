@@ -1,0 +1,224 @@
+"""``mongocdc offsets reset|set`` in process with a SQLite store: parsing, prompts, exit codes (no services)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import bson
+import pytest
+
+from mongocdc.cli.commands_offsets import parse_epoch_seconds, parse_resume_token
+from mongocdc.cli.main import run
+from mongocdc.errors import ConfigError, ExitCode
+from mongocdc.offsets.sqlite import SqliteOffsetStore
+
+TOKEN = "8263A1B2C3000000012B022C0100296E5A1004"
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for key in list(os.environ):
+        if key.startswith("MONGOCDC_") and not key.startswith("MONGOCDC_TEST_"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "offsets.db"
+    store = SqliteOffsetStore(path)
+    store.commit("app", "rs0", {"sec": 1769860800, "ord": 3, "resume_token": _b64({"_data": "82AA"})})
+    store.commit("app", "rs1", {"sec": 1769860900, "ord": 1, "resume_token": None, "initsync": True})
+    store.commit("other", "rs0", {"sec": 5, "ord": 0, "resume_token": None})
+    store.close()
+    return path
+
+
+def _b64(token: dict[str, Any]) -> str:
+    return base64.b64encode(bson.encode(token)).decode("ascii")
+
+
+def stored(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    store = SqliteOffsetStore(path)
+    try:
+        return {(r.connector, r.partition): dict(r.offset) for r in store.records()}
+    finally:
+        store.close()
+
+
+def offsets_cli(path: Path, *args: str) -> int:
+    return run(["offsets", *args, "--offsets", f"sqlite:{path}", "--name", "app"])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("1769860800", 1769860800),
+        ("2026-01-31T12:00:00Z", 1769860800),
+        ("2026-01-31T13:00:00+01:00", 1769860800),
+        ("2026-01-31T12:00:00", 1769860800),  # no offset: UTC
+        ("2026-01-31T12:00:00.999Z", 1769860800),  # fractions dropped: never after the time asked for
+        ("2026-01-31", 1769817600),
+    ],
+)
+def test_timestamps_are_iso_8601_or_epoch_seconds(text: str, seconds: int) -> None:
+    assert parse_epoch_seconds(text, now=NOW) == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("yesterday", "neither an ISO 8601 time nor epoch seconds"),
+        ("", "neither"),
+        ("1769860800000", "out of range"),  # milliseconds
+        ("0", "out of range"),
+        ("2026-07-01T00:00:00Z", "in the future"),
+    ],
+)
+def test_bad_timestamps_are_configuration_errors(text: str, says: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_epoch_seconds(text, now=NOW)
+    assert says in caught.value.message and caught.value.hint
+
+
+def test_resume_tokens_are_data_strings_or_extended_json() -> None:
+    assert parse_resume_token(TOKEN) == {"_data": TOKEN}
+    assert parse_resume_token(TOKEN.lower()) == {"_data": TOKEN}  # as MongoDB writes them
+    assert parse_resume_token(f' {{"_data": "{TOKEN}"}} ') == {"_data": TOKEN}
+    binary = parse_resume_token('{"_data": {"$binary": {"base64": "gmM=", "subType": "00"}}}')
+    assert bytes(binary["_data"]) == b"\x82c"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "xyz", "ABC", "{", '{"token": "82AA"}', '{"_data": "8"}', '{"_data": 5}', "[1]"],
+)
+def test_bad_resume_tokens_are_configuration_errors(text: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_resume_token(text)
+
+
+# --- the commands ----------------------------------------------------------------------------
+
+
+def test_reset_deletes_every_partition_of_the_connector(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert offsets_cli(db, "reset", "--yes", "--output", "json") == ExitCode.OK
+    done = json.loads(capsys.readouterr().out)
+    assert [(c["partition"], c["action"], c["after"]) for c in done] == [
+        ("rs0", "deleted", None),
+        ("rs1", "deleted", None),
+    ]
+    assert done[0]["before"]["sec"] == 1769860800 and done[0]["connector"] == "app"
+    assert list(stored(db)) == [("other", "rs0")]
+
+
+def test_reset_one_partition_and_a_missing_one(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert offsets_cli(db, "reset", "--partition", "rs1", "--yes") == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "rs1" in out and "deleted" in out
+    assert set(stored(db)) == {("app", "rs0"), ("other", "rs0")}
+    assert offsets_cli(db, "reset", "--partition", "rs9", "--yes") == ExitCode.OK
+    assert "nothing to change" in capsys.readouterr().err
+
+
+def test_reset_to_a_timestamp_moves_every_partition(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert offsets_cli(db, "reset", "--to-timestamp", "2026-01-01T00:00:00Z", "--yes", "-o", "json") == 0
+    done = json.loads(capsys.readouterr().out)
+    assert [c["action"] for c in done] == ["moved", "moved"]
+    after = {"sec": 1767225600, "ord": 0, "resume_token": None}
+    assert stored(db)[("app", "rs0")] == after and stored(db)[("app", "rs1")] == after
+    assert stored(db)[("other", "rs0")]["sec"] == 5
+
+
+def test_reset_to_a_timestamp_can_create_a_partition(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.db"
+    assert offsets_cli(empty, "reset", "--to-timestamp", "1700000000", "--yes") == ExitCode.USAGE
+    assert "--partition" in capsys.readouterr().err
+    assert offsets_cli(empty, "reset", "--to-timestamp", "1700000000", "-p", "rs0", "--yes") == ExitCode.OK
+    assert stored(empty) == {("app", "rs0"): {"sec": 1700000000, "ord": 0, "resume_token": None}}
+
+
+def test_set_keeps_sec_and_ord_and_stores_the_token_document(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert offsets_cli(db, "set", "--resume-token", TOKEN, "-p", "rs1", "--yes", "-o", "json") == ExitCode.OK
+    (done,) = json.loads(capsys.readouterr().out)
+    assert done["action"] == "set" and done["before"]["initsync"] is True
+    expected = {"sec": 1769860900, "ord": 1, "resume_token": _b64({"_data": TOKEN})}
+    assert done["after"] == expected and stored(db)[("app", "rs1")] == expected
+
+
+def test_set_needs_a_partition_when_several_or_none_are_stored(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert offsets_cli(db, "set", "--resume-token", TOKEN, "--yes") == ExitCode.USAGE
+    assert "rs0, rs1" in capsys.readouterr().err
+    empty = tmp_path / "empty.db"
+    assert offsets_cli(empty, "set", "--resume-token", TOKEN, "--yes") == ExitCode.USAGE
+    assert offsets_cli(empty, "set", "--resume-token", TOKEN, "-p", "cluster", "--yes") == ExitCode.OK
+    assert stored(empty)[("app", "cluster")] == {"sec": 0, "ord": 0, "resume_token": _b64({"_data": TOKEN})}
+
+
+def test_set_with_a_single_stored_partition_needs_no_partition(db: Path) -> None:
+    assert run(["offsets", "set", "--resume-token", TOKEN, "--offsets", f"sqlite:{db}", "--name", "other", "-y"]) == 0
+    assert stored(db)[("other", "rs0")]["resume_token"] == _b64({"_data": TOKEN})
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["reset"], ["reset", "--to-timestamp", "2026-01-01T00:00:00Z"], ["set", "--resume-token", TOKEN, "-p", "rs0"]],
+)
+def test_without_yes_and_no_terminal_nothing_changes_and_exit_is_2(
+    db: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = stored(db)
+    assert offsets_cli(db, *argv) == ExitCode.USAGE
+    assert "--yes" in capsys.readouterr().err
+    assert stored(db) == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["reset", "--to-timestamp", "soon", "--yes"], ["set", "--resume-token", "not-a-token", "--yes"]],
+)
+def test_bad_timestamp_or_token_exits_3(db: Path, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    before = stored(db)
+    assert offsets_cli(db, *argv) == ExitCode.CONFIG
+    assert capsys.readouterr().err.startswith("error: --")
+    assert stored(db) == before
+
+
+def test_the_prompt_shows_before_and_after_and_applies_on_yes(
+    db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", _Terminal("y\n"))
+    assert offsets_cli(db, "reset", "--to-timestamp", "1767225600", "-p", "rs0") == ExitCode.OK
+    err = capsys.readouterr().err
+    assert "offsets of connector 'app' in sqlite:" in err
+    assert "rs0: sec=1769860800 (2026-01-31T12:00:00Z) ord=3 token=82AA" in err
+    assert "→ sec=1767225600 (2026-01-01T00:00:00Z) ord=0 token=none" in err
+    assert "apply this change?" in err
+    assert stored(db)[("app", "rs0")]["sec"] == 1767225600
+
+
+def test_declining_the_prompt_changes_nothing(
+    db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = stored(db)
+    monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
+    assert offsets_cli(db, "reset") == ExitCode.INTERRUPTED
+    assert "aborted" in capsys.readouterr().err
+    assert stored(db) == before
