@@ -39,13 +39,15 @@ class PrimaryWatch(monitoring.TopologyListener):
             for address, server in event.new_description.server_descriptions().items()
             if server.server_type_name == "RSPrimary"
         ]
-        if not primaries:
-            return
-        new = primaries[0]
-        if self.primary is not None and new != self.primary:
+        if primaries:
+            self.observe(primaries[0])
+
+    def observe(self, primary: tuple[str, int | None]) -> None:
+        """The replica set has ``primary`` as its primary now."""
+        if self.primary is not None and primary != self.primary:
             self.elections += 1
-            log.warning("primary changed from %s:%s to %s:%s", *self.primary, *new)
-        self.primary = new
+            log.warning("primary changed from %s:%s to %s:%s", *self.primary, *primary)
+        self.primary = primary
 
 
 def _describe_hosts(uri: str) -> str:

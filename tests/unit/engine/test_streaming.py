@@ -160,3 +160,32 @@ def test_heartbeats_commit_the_position_of_a_quiet_stream(tmp_path: Path) -> Non
     committed = store.load("c1", "rs0")
     assert committed is not None and Position.from_offset(committed) == idle_token
     assert stats.commits >= 2  # heartbeats commit before the (hour-long) flush interval
+
+
+def test_disconnects_and_elections_reach_the_metrics(tmp_path: Path) -> None:
+    from mongocdc.engine.metrics import Metrics
+
+    stop = threading.Event()
+
+    class FlakySource(ScriptedSource):
+        reconnects = 0
+        elections = 0
+
+        def next(self) -> Any:
+            self.reconnects += 1 if self.index == 1 else 0
+            self.elections += 1 if self.index == 2 else 0
+            return super().next()
+
+    metrics = Metrics("c1")
+    StreamingTask(
+        FlakySource([change(i) for i in range(4)], stop),
+        RecordingSink(),
+        SqliteOffsetStore(tmp_path / "o.db"),
+        EnvelopeCodec("app"),
+        StreamOptions("c1", "rs0"),
+        stop=stop,
+        metrics=metrics,
+    ).run()
+    part = metrics.to_dict()["partitions"]["rs0"]
+    assert part["disconnects"] == 1 and part["primary_elections"] == 1
+    assert part["events"]["create"] == 4 and part["offset_commits"] >= 1

@@ -61,3 +61,15 @@ def test_config_shards_host_strings(doc: dict[str, object], shard: Shard) -> Non
 def test_topology_json_shape() -> None:
     topology = Topology(kind="sharded", shards=(Shard("s", "rs", ("h:1",)),), version="7.0.2")
     assert topology.to_dict()["shards"] == [{"name": "s", "replica_set": "rs", "hosts": ["h:1"]}]
+
+
+def test_primary_watch_counts_elections() -> None:
+    from mongocdc.sources.mongo.client import PrimaryWatch
+
+    watch = PrimaryWatch()
+    watch.observe(("m1", 27017))
+    watch.observe(("m1", 27017))
+    assert watch.elections == 0
+    watch.observe(("m2", 27017))
+    watch.observe(("m1", 27017))
+    assert watch.elections == 2 and watch.primary == ("m1", 27017)
