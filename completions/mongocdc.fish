@@ -33,7 +33,7 @@ complete -c mongocdc -n '__fish_seen_subcommand_from reset' -l offsets -d 'Offse
 complete -c mongocdc -n '__fish_seen_subcommand_from reset' -l name -d 'Connector name the offsets are kept under (name).'
 complete -c mongocdc -n '__fish_seen_subcommand_from reset' -l bootstrap-servers -d 'Kafka bootstrap servers (kafka.bootstrap.servers).'
 complete -c mongocdc -n '__fish_seen_subcommand_from offsets; and not __fish_seen_subcommand_from reset set show' -a set -d 'Set a connector\'s position to a resume token: streaming continues with the change after it.'
-complete -c mongocdc -n '__fish_seen_subcommand_from set' -l resume-token -d 'Resume token to continue after: the `_data` hex string MongoDB shows in a change event\'s _id, or the whole token as an extended JSON document.'
+complete -c mongocdc -n '__fish_seen_subcommand_from set' -l resume-token -d 'Resume token to continue after: the `_data` hex string MongoDB shows in a change event\'s _id, the whole token as an extended JSON document, or the resume_token printed by `offsets show --output json` (base64).'
 complete -c mongocdc -n '__fish_seen_subcommand_from set' -l partition -s p -d 'Source partition the token belongs to: a replica set name, or `cluster` when streaming through mongos (required when the connector has offsets for several partitions).'
 complete -c mongocdc -n '__fish_seen_subcommand_from set' -l yes -s y -d 'Apply without the confirmation prompt (required when stdin is not a terminal).'
 complete -c mongocdc -n '__fish_seen_subcommand_from set' -l output -s o -d 'Output format: table for people, json for scripts.'

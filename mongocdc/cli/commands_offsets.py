@@ -99,19 +99,35 @@ def parse_epoch_seconds(value: str, now: datetime | None = None) -> int:
 
 
 def parse_resume_token(text: str) -> dict[str, Any]:
-    """The token document of ``--resume-token``: a ``_data`` hex string, or the document as extended JSON."""
+    """The token document of ``--resume-token``.
+
+    Accepted: the ``_data`` hex string MongoDB shows, the document as extended JSON, or the stored
+    form (base64 of the BSON document, the ``resume_token`` of ``offsets show --output json``).
+    A string of hex digits is always taken as ``_data``.
+    """
     from bson import json_util
     from bson.binary import Binary
 
+    from mongocdc.events.position import Position
+
     hint = (
-        "pass the `_data` string of a change event's `_id` (hex digits, as mongosh shows it), or the whole token "
-        'as extended JSON, e.g. \'{"_data": "8263…"}\''
+        "pass the `_data` string of a change event's `_id` (hex digits, as mongosh shows it), the whole token "
+        'as extended JSON, e.g. \'{"_data": "8263…"}\', or the resume_token of `offsets show --output json`'
     )
     stripped = text.strip()
     if not stripped.startswith("{"):
-        if not _HEX.fullmatch(stripped):
-            raise ConfigError(f"--resume-token {text!r} is not a hex `_data` string nor a JSON document", hint=hint)
-        return {"_data": stripped.upper()}
+        if _HEX.fullmatch(stripped):
+            return {"_data": stripped.upper()}
+        try:
+            stored = Position.from_offset({"sec": 0, "ord": 0, "resume_token": stripped}).token_document()
+        except ValueError:
+            stored = None
+        if not stored or "_data" not in stored:
+            raise ConfigError(
+                f"--resume-token {text!r} is neither a hex `_data` string, a JSON document nor a stored token",
+                hint=hint,
+            )
+        return stored
     try:
         document = json_util.loads(stripped)
     except Exception as exc:  # json_util raises ValueError, TypeError or bson errors for bad input
@@ -342,7 +358,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--resume-token",
                 help="Resume token to continue after: the `_data` hex string MongoDB shows in a change "
-                "event's _id, or the whole token as an extended JSON document.",
+                "event's _id, the whole token as an extended JSON document, or the resume_token printed by "
+                "`offsets show --output json` (base64).",
                 show_default=False,
             ),
         ],

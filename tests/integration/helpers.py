@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,6 +43,7 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
         env=cli_env(),
         cwd=REPO,
         check=False,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -57,6 +58,7 @@ class CliProcess:
             text=True,
             env=cli_env(),
             cwd=REPO,
+            stdin=subprocess.DEVNULL,
         )
         self.stderr_lines: list[str] = []
         self.stdout_lines: list[str] = []
@@ -112,7 +114,7 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> list[Any]:
         partitions = sorted(metadata.topics[topic].partitions) if topic in metadata.topics else []
         ends: dict[int, int] = {}
         for p in partitions:
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+            high = _high_watermark(consumer, topic, p, timeout)
             if high > 0:
                 ends[p] = high
         if not ends:
@@ -133,6 +135,25 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> list[Any]:
         return sorted(records, key=lambda m: (m.partition(), m.offset()))
     finally:
         consumer.close()
+
+
+def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout: float) -> int:
+    """The partition's end offset, waiting out a new topic's leader election (NOT_LEADER_FOR_PARTITION)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            return int(high)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            retriable = isinstance(error, KafkaError) and error.code() in (
+                KafkaError.NOT_LEADER_FOR_PARTITION,
+                KafkaError.LEADER_NOT_AVAILABLE,
+                KafkaError.UNKNOWN_TOPIC_OR_PART,
+            )
+            if not retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def murmur2_partition(key: bytes, partitions: int) -> int:

@@ -98,7 +98,6 @@ def test_not_implemented_commands_exit_1_with_one_line(capsys: pytest.CaptureFix
         ["signal", "send"],
         ["failover", "translate"],
         ["spark", "run"],
-        ["offsets", "reset"],
     ):
         assert run(argv) == ExitCode.UNEXPECTED
         err = capsys.readouterr().err

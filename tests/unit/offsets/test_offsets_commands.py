@@ -102,11 +102,13 @@ def test_resume_tokens_are_data_strings_or_extended_json() -> None:
     assert parse_resume_token(f' {{"_data": "{TOKEN}"}} ') == {"_data": TOKEN}
     binary = parse_resume_token('{"_data": {"$binary": {"base64": "gmM=", "subType": "00"}}}')
     assert bytes(binary["_data"]) == b"\x82c"
+    # the stored form, as `offsets show --output json` prints it: moving offsets between stores
+    assert parse_resume_token(_b64({"_data": TOKEN})) == {"_data": TOKEN}
 
 
 @pytest.mark.parametrize(
     "text",
-    ["", "xyz", "ABC", "{", '{"token": "82AA"}', '{"_data": "8"}', '{"_data": 5}', "[1]"],
+    ["", "xyz", "ABC", "{", '{"token": "82AA"}', '{"_data": "8"}', '{"_data": 5}', "[1]", _b64({"token": "82AA"})],
 )
 def test_bad_resume_tokens_are_configuration_errors(text: str) -> None:
     with pytest.raises(ConfigError):
