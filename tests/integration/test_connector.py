@@ -347,3 +347,30 @@ def test_snapshot_command_with_filters_field_rules_and_skipped_operations(
     assert json.loads(update["updateDescription"]["updatedFields"]) == {"name": "renamed"}
     assert "secret" not in update["after"]
     client.close()
+
+
+def test_wrong_credentials_and_missing_privileges_are_configuration_errors(
+    tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    """Found only at connect time, reported as exit 3 with the fix, never as a traceback."""
+    from tests.services.sharded import ShardedCluster
+
+    with ShardedCluster(shards=1, data_dir=tmp_path / "c", credentials=("cdc", "right-pw")) as cluster:
+        server = next(iter(cluster.shards.values()))
+        good = cluster.uri_of(server)
+        wrong = good.replace("right-pw", "wrong-pw")
+        result = run_cli("discover", "--connection-string", wrong)
+        assert result.returncode == 3, result.stderr
+        assert "refused the credentials" in result.stderr and "wrong-pw" not in result.stderr
+        assert "Traceback" not in result.stderr
+
+        admin: MongoClient[dict[str, Any]] = MongoClient(good)
+        admin["admin"].command("createUser", "weak", pwd="weak-pw", roles=[])
+        admin.close()
+        weak = good.replace("cdc:right-pw", "weak:weak-pw")
+        db, prefix = names()
+        config = write_config(tmp_path, weak, kafka_bootstrap, db, prefix)
+        result = run_cli("--config", str(config), "snapshot")
+        assert result.returncode == 3, result.stderr
+        assert "error: the MongoDB user may not" in result.stderr and "hint: grant" in result.stderr
+        assert "Traceback" not in result.stderr and "weak-pw" not in result.stderr

@@ -189,3 +189,64 @@ def test_disconnects_and_elections_reach_the_metrics(tmp_path: Path) -> None:
     part = metrics.to_dict()["partitions"]["rs0"]
     assert part["disconnects"] == 1 and part["primary_elections"] == 1
     assert part["events"]["create"] == 4 and part["offset_commits"] >= 1
+
+
+@pytest.mark.parametrize("mode", ["fail", "skip"])
+def test_oversized_events_fail_or_are_skipped_and_counted(tmp_path: Path, mode: str) -> None:
+    from mongocdc.errors import OversizedEventError
+
+    class SizeLimitedSink(RecordingSink):
+        def produce(self, topic: str, key: bytes | None, value: bytes | None, **kwargs: Any) -> None:
+            if key == b'{"id":"2"}':
+                raise OversizedEventError(f"the event for key {key!r} is too large")
+            super().produce(topic, key, value, **kwargs)
+
+    store = SqliteOffsetStore(tmp_path / "o.db")
+    stop = threading.Event()
+    sink = SizeLimitedSink()
+    task = StreamingTask(
+        ScriptedSource([change(i) for i in range(4)], stop),
+        sink,
+        store,
+        EnvelopeCodec("app"),
+        StreamOptions("c1", "rs0", oversize_mode=mode),
+        stop=stop,
+    )
+    if mode == "fail":
+        with pytest.raises(OversizedEventError):
+            task.run()
+        committed = store.load("c1", "rs0")
+        assert committed is not None and committed["sec"] == 1001  # stops before the oversized change
+        return
+    stats = task.run()
+    assert keys_of(sink) == [0, 1, 3] and stats.skipped == 1
+    assert task.metrics.to_dict()["partitions"]["rs0"]["skipped"] == {"oversized": 1}
+    assert (store.load("c1", "rs0") or {})["sec"] == 1003
+
+
+def test_skip_threshold_and_skipped_operations(tmp_path: Path) -> None:
+    stop = threading.Event()
+    sink = RecordingSink()
+    history = [change(1), change(1, "update"), change(2), change(2, "delete")]
+    stats = StreamingTask(
+        ScriptedSource(history, stop),
+        sink,
+        SqliteOffsetStore(tmp_path / "o.db"),
+        EnvelopeCodec("app"),
+        StreamOptions("c1", "rs0", skipped_operations=frozenset({"u", "d"})),
+        stop=stop,
+    ).run()
+    assert [json.loads(v)["op"] for _, _, v in sink.records if v is not None] == ["c", "c"]
+    assert stats.skipped == 2 and stats.tombstones == 0
+
+    stop = threading.Event()
+    sink = RecordingSink()
+    stats = StreamingTask(
+        ScriptedSource([change(1)], stop),
+        sink,
+        SqliteOffsetStore(tmp_path / "p.db"),
+        EnvelopeCodec("app"),
+        StreamOptions("c1", "rs0", oversize_mode="skip", oversize_threshold=100),
+        stop=stop,
+    ).run()
+    assert sink.records == [] and stats.skipped == 1
