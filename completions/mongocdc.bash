@@ -7,7 +7,7 @@ _mongocdc() {
         word="${COMP_WORDS[i]}"
         case "$word" in -*) continue ;; esac
         case "${path:+$path }$word" in
-            "config"|"config show"|"config validate"|"discover"|"failover"|"failover translate"|"offsets"|"offsets reset"|"offsets set"|"offsets show"|"replicate"|"signal"|"signal send"|"snapshot"|"spark"|"spark run"|"spark status"|"stream"|"topic"|"topic dump"|"version") path="${path:+$path }$word" ;;
+            "config"|"config show"|"config validate"|"discover"|"failover"|"failover translate"|"offsets"|"offsets reset"|"offsets set"|"offsets show"|"replicate"|"signal"|"signal send"|"signal send execute-snapshot"|"signal send log"|"signal send pause-snapshot"|"signal send resume-snapshot"|"signal send stop-snapshot"|"snapshot"|"spark"|"spark run"|"spark status"|"stream"|"topic"|"topic dump"|"version") path="${path:+$path }$word" ;;
         esac
     done
     case "$path" in
@@ -24,7 +24,12 @@ _mongocdc() {
         "offsets show") COMPREPLY=($(compgen -W "--output -o --offsets --name --bootstrap-servers --all --help" -- "$cur")) ;;
         "replicate") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
         "signal") COMPREPLY=($(compgen -W "send --help" -- "$cur")) ;;
-        "signal send") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+        "signal send") COMPREPLY=($(compgen -W "execute-snapshot log pause-snapshot resume-snapshot stop-snapshot --help" -- "$cur")) ;;
+        "signal send execute-snapshot") COMPREPLY=($(compgen -W "--collections --filter --snapshot-type --id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
+        "signal send log") COMPREPLY=($(compgen -W "--message -m --id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
+        "signal send pause-snapshot") COMPREPLY=($(compgen -W "--id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
+        "signal send resume-snapshot") COMPREPLY=($(compgen -W "--id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
+        "signal send stop-snapshot") COMPREPLY=($(compgen -W "--collections --id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
         "snapshot") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --offsets --name --metrics-port --help" -- "$cur")) ;;
         "spark") COMPREPLY=($(compgen -W "run status --help" -- "$cur")) ;;
         "spark run") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;

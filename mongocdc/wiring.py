@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mongocdc.config import Settings
@@ -139,6 +139,7 @@ def change_source(settings: Settings, client: Any, rs_name: str | None, primary_
         include=settings.is_collection_included,
         primary_watch=primary_watch,
         transforms=field_transforms(settings),
+        signal_collection=settings.signal_data_collection,
     )
 
 
@@ -298,7 +299,7 @@ def connector_task(
             for db, coll in pairs
         ]
 
-    return ConnectorTask(
+    task = ConnectorTask(
         source=source,
         current_position=source.current_position,
         scanners=scanners,
@@ -324,4 +325,75 @@ def connector_task(
         on_status=on_status,
         on_progress=on_progress,
         metrics=metrics,
+    )
+    task.snapshotter = incremental_snapshotter(settings, client, task, sink)
+    return task
+
+
+def incremental_snapshotter(settings: Settings, client: Any, task: ConnectorTask, sink: Any) -> Any:
+    """Signals and incremental snapshots for ``task``, or ``None`` when no signal channel is configured."""
+    from mongocdc.engine.signalling import IncrementalSnapshotter
+    from mongocdc.sources.mongo.scan import QueryReader, captured_collections
+    from mongocdc.sources.mongo.signals import SignalCollectionWriter
+
+    channels = set(settings.signal_enabled_channels)
+    if not settings.signal_data_collection:
+        if "kafka" in channels:
+            log.warning("signal.data.collection is not set: incremental snapshots need it for their watermarks")
+        return None
+    kafka_signals = None
+    if "kafka" in channels:
+        from mongocdc.sinks.kafka.signals import KafkaSignalChannel, signal_client_config, signal_topic
+
+        kafka_signals = KafkaSignalChannel(
+            signal_client_config(settings),
+            signal_topic(settings),
+            settings.signal_kafka_groupId,
+            settings.require("topic.prefix"),
+        )
+    notifiers: list[Any] = []
+    if "log" in settings.notification_enabled_channels:
+        from mongocdc.sinks.kafka.notifications import NotificationLog
+
+        notifiers.append(NotificationLog())
+    if "sink" in settings.notification_enabled_channels:
+        from mongocdc.sinks.kafka.notifications import NotificationSink
+
+        notifiers.append(
+            NotificationSink(
+                settings.kafka_client,
+                settings.require("notification.sink.topic.name"),
+                schemas_enable=settings.schemas_enable,
+                sink=sink,
+            )
+        )
+
+    def notify(kind: str, *, signal_id: str | None = None, **data: object) -> None:
+        from mongocdc.sinks.kafka.notifications import incremental_snapshot
+
+        note = incremental_snapshot(kind, settings.name, signal_id=signal_id, **data)  # type: ignore[arg-type]
+        for notifier in notifiers:
+            notifier.notify(note)
+
+    include = snapshot_include(settings)
+
+    def captured() -> list[str]:
+        pairs = captured_collections(
+            client, scope=settings.capture_scope, target=settings.capture_target, include=include
+        )
+        return [f"{db}.{coll}" for db, coll in pairs]
+
+    def blocking(namespaces: Sequence[str]) -> None:
+        task.blocking_snapshot(task.scanners(namespaces))  # type: ignore[call-arg]
+
+    return IncrementalSnapshotter(
+        reader=QueryReader(client),
+        writer=SignalCollectionWriter(client, settings.signal_data_collection),
+        emit_read=lambda ns, doc: None,  # replaced by the streaming task
+        captured=captured,
+        chunk_size=settings.incremental_snapshot_chunk_size,
+        strategy=settings.incremental_snapshot_watermarking_strategy,
+        kafka_signals=kafka_signals,
+        notify=notify,
+        blocking_snapshot=blocking,
     )

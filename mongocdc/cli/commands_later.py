@@ -14,15 +14,6 @@ def _not_yet(command: str) -> NoReturn:
 
 
 def register(app: typer.Typer) -> None:
-    signal_app = typer.Typer(help="Send signals to a running connector.", no_args_is_help=True)
-
-    @signal_app.command("send")
-    def signal_send() -> None:
-        """Write a signal such as execute-snapshot to a running connector (not implemented yet)."""
-        _not_yet("signal send")
-
-    app.add_typer(signal_app, name="signal")
-
     failover_app = typer.Typer(help="Move consumer groups between replicated Kafka clusters.", no_args_is_help=True)
 
     @failover_app.command("translate")

@@ -16,6 +16,7 @@ from mongocdc.cli import (
     commands_data,
     commands_later,
     commands_offsets,
+    commands_signal,
     commands_snapshot,
     commands_stream,
 )
@@ -67,6 +68,7 @@ def version() -> None:
 commands_data.register(app)
 commands_stream.register(app)
 commands_snapshot.register(app)
+commands_signal.register(app)
 commands_offsets.register(app)
 commands_config.register(app)
 commands_later.register(app)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from bson import json_util
 from bson.errors import BSONError
@@ -79,6 +79,18 @@ _NAMESPACE_LIST = CommaListType("<database>.<collection>", namespace_problem)
 _FIELD_PATH_LIST = CommaListType("<database>.<collection>.<field path>", field_path_problem)
 _FIELD_RENAME_LIST = CommaListType("<database>.<collection>.<field path>:<new name>", field_rename_problem)
 _OPERATIONS = FlagSetType(("c", "u", "d", "t"))
+_SIGNAL_CHANNELS = FlagSetType(("source", "kafka"))
+_NOTIFICATION_CHANNELS = FlagSetType(("log", "sink"))
+
+WatermarkingStrategy = Literal["insert_insert", "insert_delete"]
+"""``incremental.snapshot.watermarking.strategy``: how a chunk's window is marked in the signal collection."""
+
+
+def check_namespace(value: str) -> None:
+    """A ``<database>.<collection>`` name (``signal.data.collection``)."""
+    reason = namespace_problem(value)
+    if reason is not None:
+        raise InvalidValueError(f"{reason} (for example inventory.debezium_signal)")
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -412,6 +424,72 @@ class Settings:
         validator=check_topic_name,
     )
 
+    # --- signals, incremental snapshots and notifications -------------------------
+    signal_data_collection: str | None = setting(
+        "signal.data.collection",
+        _STRING,
+        None,
+        "The `<database>.<collection>` signalling collection: the `source` channel reads signals inserted into it, "
+        "and incremental snapshots write their open and close watermarks to it; required for incremental snapshots.",
+        validator=check_namespace,
+    )
+    signal_enabled_channels: tuple[str, ...] = setting(
+        "signal.enabled.channels",
+        _SIGNAL_CHANNELS,
+        ("source",),
+        "Comma-separated channels signals are read from: `source` (documents inserted into `signal.data.collection`) "
+        "and `kafka` (records keyed by `topic.prefix` in `signal.kafka.topic`), or `none`.",
+    )
+    signal_kafka_topic: str | None = setting(
+        "signal.kafka.topic",
+        _STRING,
+        None,
+        "Kafka topic of the `kafka` signal channel (one partition is read); unset: `<topic.prefix>-signal`.",
+        validator=check_topic_name,
+    )
+    signal_kafka_bootstrap_servers: str | None = setting(
+        "signal.kafka.bootstrap.servers",
+        _STRING,
+        None,
+        "Comma-separated `host:port` list of the Kafka brokers holding `signal.kafka.topic`; unset: "
+        "`kafka.bootstrap.servers` (the other `kafka.*` client settings apply either way).",
+        validator=check_bootstrap_servers,
+    )
+    signal_kafka_groupId: str = setting(  # the attribute follows the Debezium name's camel case
+        "signal.kafka.groupId",
+        _STRING,
+        "kafka-signal",
+        "Consumer group id under which the `kafka` signal channel commits the signals it has handled.",
+    )
+    incremental_snapshot_chunk_size: int = setting(
+        "incremental.snapshot.chunk.size",
+        _POSITIVE,
+        1024,
+        "Documents an incremental snapshot reads per chunk (one watermark window) while streaming continues.",
+    )
+    incremental_snapshot_watermarking_strategy: WatermarkingStrategy = setting(
+        "incremental.snapshot.watermarking.strategy",
+        choice(WatermarkingStrategy),
+        "insert_insert",
+        "How an incremental snapshot marks a chunk's window in `signal.data.collection`: `insert_insert` (insert an "
+        "open and a close document per chunk) or `insert_delete` (insert the open document, delete it to close, so "
+        "the collection does not grow).",
+    )
+    notification_enabled_channels: tuple[str, ...] = setting(
+        "notification.enabled.channels",
+        _NOTIFICATION_CHANNELS,
+        (),
+        "Comma-separated channels that receive incremental snapshot notifications (started, in progress, "
+        "completed, …): `log` (the connector's log), `sink` (records in `notification.sink.topic.name`), or `none`.",
+    )
+    notification_sink_topic_name: str | None = setting(
+        "notification.sink.topic.name",
+        _STRING,
+        None,
+        "Kafka topic that receives notifications; required when `notification.enabled.channels` includes `sink`.",
+        validator=check_topic_name,
+    )
+
     # --- monitoring ------------------------------------------------------------
     metrics_port: int = setting(
         "metrics.port",
@@ -654,11 +732,21 @@ def consistency_problems(values: Mapping[str, object]) -> list[str]:
         problem = _capture_target_problem(values["capture.scope"], values["capture.target"])
         if problem:
             problems.append(problem)
+    channels, sink_topic = "notification.enabled.channels", "notification.sink.topic.name"
+    if "sink" in _as_tuple(values.get(channels)) and values.get(sink_topic) is None:
+        problems.append(
+            f"{sink_topic} is required when {channels} includes sink: set it to the Kafka topic that receives the "
+            f"notifications (for example {sink_topic}: inventory.notifications), or remove sink from {channels}"
+        )
     initial, maximum = "connect.backoff.initial.delay.ms", "connect.backoff.max.delay.ms"
     first, most = values.get(initial), values.get(maximum)
     if isinstance(first, int) and isinstance(most, int) and most < first:
         problems.append(f"{maximum} ({most}) is smaller than {initial} ({first}); it must be at least as large")
     return problems
+
+
+def _as_tuple(value: object) -> tuple[object, ...]:
+    return value if isinstance(value, tuple) else ()
 
 
 def _capture_target_problem(scope: object, target: object) -> str | None:

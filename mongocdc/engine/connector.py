@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from mongocdc.engine.metrics import Metrics
+from mongocdc.engine.signalling import IncrementalSnapshotter
 from mongocdc.engine.snapshot import ProgressCallback, Scanner, SnapshotOptions, SnapshotReport, SnapshotRunner
 from mongocdc.engine.streaming import Sink, Source, StreamingTask, StreamOptions, StreamStats
 from mongocdc.errors import ResumePositionLostError
@@ -102,6 +103,7 @@ class ConnectorTask:
         on_status: Callable[[StreamStats], None] | None = None,
         on_progress: ProgressCallback | None = None,
         metrics: Metrics | None = None,
+        snapshotter: IncrementalSnapshotter | None = None,
     ) -> None:
         self.source = source
         self.current_position = current_position
@@ -115,6 +117,7 @@ class ConnectorTask:
         self.on_status = on_status
         self.on_progress = on_progress
         self.metrics = metrics or Metrics(options.connector)
+        self.snapshotter = snapshotter
 
     def _offset(self) -> dict[str, Any] | None:
         return self.store.load(self.options.connector, self.options.partition)
@@ -181,8 +184,37 @@ class ConnectorTask:
             stop=self.stop,
             on_status=self.on_status,
             metrics=self.metrics,
+            snapshotter=self.snapshotter,
+            rs=self.options.rs,
         )
         return task.run()
+
+    def blocking_snapshot(self, scanners: Sequence[Scanner]) -> SnapshotReport:
+        """A snapshot of ``scanners`` while streaming waits (``execute-snapshot`` with ``type: blocking``).
+
+        Its progress is kept in memory: the stored offset stays the streaming position, so a crash
+        in the middle streams on from there (the blocking snapshot is not resumed).
+        """
+        from mongocdc.offsets.memory import MemoryOffsetStore
+
+        runner = SnapshotRunner(
+            self.sink,
+            MemoryOffsetStore(),
+            self.codec,
+            SnapshotOptions(
+                connector=self.options.connector,
+                partition=self.options.partition,
+                rs=self.options.rs,
+                max_threads=self.options.snapshot_max_threads,
+                flush_interval_s=self.options.flush_interval_s,
+            ),
+            stop=self.stop,
+            transform=self.transform,
+            on_progress=self.on_progress,
+            metrics=self.metrics,
+        )
+        position = self.source.position or self.current_position()
+        return runner.run(scanners, SnapshotState(position))
 
     def run(self, *, snapshot_only: bool = False) -> TaskResult:
         offset = self._offset()

@@ -6,16 +6,18 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mongocdc.engine.acks import AckTracker
 from mongocdc.engine.metrics import Metrics
+from mongocdc.engine.signalling import IncrementalSnapshotter
 from mongocdc.errors import OversizedEventError
-from mongocdc.events.changes import ControlChange, StreamedChange
+from mongocdc.events.changes import ControlChange, SignalChange, StreamedChange
+from mongocdc.events.codec import document_to_json, value_to_json
 from mongocdc.events.envelope import EnvelopeCodec
-from mongocdc.events.model import ChangeEvent, Op
+from mongocdc.events.model import ChangeEvent, Op, SnapshotMarker, SourceInfo
 from mongocdc.events.position import Position
 from mongocdc.offsets.base import OffsetStore
 
@@ -129,6 +131,8 @@ class StreamingTask:
         wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         on_status: Callable[[StreamStats], None] | None = None,
         metrics: Metrics | None = None,
+        snapshotter: IncrementalSnapshotter | None = None,
+        rs: str | None = None,
     ) -> None:
         self.source = source
         self.sink = sink
@@ -138,7 +142,13 @@ class StreamingTask:
         self.stop = stop or threading.Event()
         self._clock = clock
         self._wall_ms = wall_clock_ms
-        self._tracker: AckTracker[Position] = AckTracker()
+        self._tracker: AckTracker[tuple[Position, str]] = AckTracker()
+        """Positions with the JSON of what else the offset carries (incremental snapshot progress)."""
+        self.snapshotter = snapshotter
+        if snapshotter is not None:
+            snapshotter.bind_emit(self._emit_read)
+        self._last_checkpoint: tuple[Position, str] | None = None
+        self.rs = rs
         self._on_status = on_status
         self.metrics = metrics or Metrics(options.connector)
         self.metrics.register_partition(options.partition)
@@ -148,7 +158,28 @@ class StreamingTask:
 
     def stored_position(self) -> Position | None:
         record = self.store.load(self.options.connector, self.options.partition)
+        if self.snapshotter is not None and self.snapshotter.state is None:
+            self.snapshotter.state = self.snapshotter.state_from_offset(record)
+            if self.snapshotter.state is not None:
+                log.info("continuing incremental snapshot %s", self.snapshotter.state.snapshot_id)
         return None if record is None else Position.from_offset(record)
+
+    def _extras(self) -> str:
+        if self.snapshotter is None:
+            return ""
+        fields = self.snapshotter.offset_fields()
+        return json.dumps(fields, sort_keys=True) if fields else ""
+
+    def _add_position(self, position: Position) -> None:
+        self._tracker.add_position((position, self._extras()))
+
+    def _emit_read(self, namespace: str, document: Mapping[str, Any]) -> None:
+        """An incremental snapshot read (``op=r``, ``source.snapshot=incremental``) at the current position."""
+        position = self.source.position or Position(0, 0)
+        db, _, coll = namespace.partition(".")
+        source = SourceInfo(db, coll, position.sec, position.ord, snapshot=SnapshotMarker.INCREMENTAL, rs=self.rs)
+        event = ChangeEvent(Op.READ, value_to_json(document["_id"]), source, after=document_to_json(document))
+        self._emit(event)
 
     def run(self) -> StreamStats:
         """Stream until ``stop`` is set; then stop reading, flush, and commit. Returns the counters."""
@@ -175,18 +206,26 @@ class StreamingTask:
                 log.info("change stream open at sec=%d ord=%d", opened_at.sec, opened_at.ord)
             if opened_at is not None and start is None:
                 # Remember where streaming began, so changes made while stopped are not missed.
-                self._tracker.add_position(opened_at)
+                self._add_position(opened_at)
             next_commit = self._clock() + self.options.flush_interval_s
             heartbeat_every = self.options.heartbeat_interval_s
             next_heartbeat = self._clock() + heartbeat_every
             while not self.stop.is_set():
                 item = self.source.next()
+                snapshotter = self.snapshotter
                 if isinstance(item, StreamedChange):
                     self._emit(item.event)
+                    if snapshotter is not None:
+                        snapshotter.on_data_event(item.event.namespace, item.event.key_json)
                 elif isinstance(item, ControlChange):
                     self.stats.control_events += 1
                     log.info("%s event on %s.%s", item.operation_type, item.db, item.collection)
-                self._tracker.add_position(item.position)
+                elif isinstance(item, SignalChange) and snapshotter is not None:
+                    snapshotter.on_signal_document(item.operation_type, item.document, item.document_id)
+                if snapshotter is not None:
+                    snapshotter.poll_kafka()
+                    snapshotter.maybe_next_chunk()
+                self._add_position(item.position)
                 self.sink.poll(0)
                 self._observe_source()
                 if heartbeat_every > 0 and self._clock() >= next_heartbeat:
@@ -224,7 +263,7 @@ class StreamingTask:
         key = json.dumps({"serverName": prefix}, separators=(",", ":")).encode()
         value = json.dumps({"ts_ms": self._wall_ms()}, separators=(",", ":")).encode()
         self._produce(self.options.heartbeat_topic or f"__debezium-heartbeat.{prefix}", key, value)
-        self._tracker.add_position(position)
+        self._add_position(position)
         self.stats.heartbeats += 1
 
     def _skip(self, reason: str) -> None:
@@ -271,9 +310,14 @@ class StreamingTask:
             raise
 
     def _commit_acknowledged(self) -> None:
-        position = self._tracker.committable()
-        if position is not None and position != self.stats.last_committed:
-            self.store.commit(self.options.connector, self.options.partition, position.to_offset())
+        checkpoint = self._tracker.committable()
+        if checkpoint is not None and checkpoint != self._last_checkpoint:
+            position, extras = checkpoint
+            record = position.to_offset()
+            if extras:
+                record.update(json.loads(extras))
+            self.store.commit(self.options.connector, self.options.partition, record)
+            self._last_checkpoint = checkpoint
             self.stats.commits += 1
             self.stats.last_committed = position
             self.metrics.record_commit(self.options.partition)

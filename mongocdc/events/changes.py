@@ -45,6 +45,16 @@ class ControlChange:
 
 
 @dataclass(frozen=True, slots=True)
+class SignalChange:
+    """A change in the signal collection (``signal.data.collection``): a signal or a snapshot watermark."""
+
+    operation_type: str
+    document: Mapping[str, Any] | None
+    document_id: Any
+    position: Position
+
+
+@dataclass(frozen=True, slots=True)
 class StreamedChange:
     """A data change together with the position right after it."""
 

@@ -130,3 +130,31 @@ def database_names(client: MongoClient[Any]) -> list[str] | None:
         return [name for name in client.list_database_names() if name not in SYSTEM_DATABASES]
     except OperationFailure:
         return None
+
+
+class QueryReader:
+    """Reads of the incremental snapshot: a collection's maximum ``_id`` and ``_id``-ordered chunks."""
+
+    def __init__(self, client: MongoClient[Any]) -> None:
+        self._client = client
+
+    def _collection(self, namespace: str) -> Any:
+        db, _, coll = namespace.partition(".")
+        return self._client[db][coll]
+
+    def maximum_key(self, namespace: str, query: Mapping[str, Any]) -> tuple[bool, Any]:
+        """``(found, _id)`` of the document with the greatest ``_id`` matching ``query``."""
+        try:
+            docs = list(self._collection(namespace).find(query, {"_id": 1}).sort("_id", -1).limit(1))
+        except OperationFailure as exc:
+            raise_for_privileges(exc, f"read {namespace} for the incremental snapshot")
+            raise
+        return (True, docs[0]["_id"]) if docs else (False, None)
+
+    def chunk(self, namespace: str, query: Mapping[str, Any], limit: int) -> list[Mapping[str, Any]]:
+        try:
+            cursor = self._collection(namespace).find(query, batch_size=limit)
+            return list(cursor.sort("_id", ASCENDING).limit(limit))
+        except OperationFailure as exc:
+            raise_for_privileges(exc, f"read {namespace} for the incremental snapshot")
+            raise

@@ -15,7 +15,15 @@ from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from mongocdc.config import redact_text
 from mongocdc.errors import ConfigError, ResumePositionLostError, UnreachableError
-from mongocdc.events.changes import ControlChange, MalformedChangeError, StreamedChange, Transforms, convert_change
+from mongocdc.events.changes import (
+    ControlChange,
+    MalformedChangeError,
+    SignalChange,
+    StreamedChange,
+    Transforms,
+    convert_change,
+    position_of,
+)
 from mongocdc.events.position import Position
 from mongocdc.retry import Backoff
 from mongocdc.sources.mongo.client import raise_for_privileges
@@ -45,7 +53,7 @@ class Idle:
     position: Position
 
 
-Item = StreamedChange | ControlChange | Idle
+Item = StreamedChange | ControlChange | Idle | SignalChange
 
 
 def resume_lost_error(connector: str, detail: str) -> ResumePositionLostError:
@@ -85,6 +93,7 @@ class MongoChangeStreamSource:
         sleep: Callable[[float], None] = time.sleep,
         primary_watch: Any = None,
         transforms: Transforms | None = None,
+        signal_collection: str | None = None,
     ) -> None:
         if scope != "deployment" and not target:
             raise ConfigError(f"capture.scope={scope} needs capture.target")
@@ -105,6 +114,10 @@ class MongoChangeStreamSource:
         self.reconnects = 0
         self._primary_watch = primary_watch
         self._transforms = transforms
+        self._signal_ns: tuple[str, str] | None = None
+        if signal_collection:
+            db, _, coll = signal_collection.partition(".")
+            self._signal_ns = (db, coll)
 
     @property
     def elections(self) -> int:
@@ -220,6 +233,15 @@ class MongoChangeStreamSource:
             return item
 
     def _convert(self, change: Mapping[str, Any]) -> Item:
+        ns = change.get("ns") or {}
+        if self._signal_ns is not None and (ns.get("db"), ns.get("coll")) == self._signal_ns:
+            # The signal collection is read whatever the include lists say, and never written to Kafka.
+            return SignalChange(
+                str(change.get("operationType")),
+                change.get("fullDocument"),
+                (change.get("documentKey") or {}).get("_id"),
+                position_of(change),
+            )
         try:
             item = convert_change(change, rs=self._rs, transforms=self._transforms)
         except MalformedChangeError as exc:

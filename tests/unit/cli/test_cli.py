@@ -95,7 +95,6 @@ def test_unreachable_mongodb_exits_4_naming_the_host(
 def test_not_implemented_commands_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (
         ["replicate"],
-        ["signal", "send"],
         ["failover", "translate"],
         ["spark", "run"],
     ):

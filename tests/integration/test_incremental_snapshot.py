@@ -1,0 +1,166 @@
+"""Incremental snapshots driven by signals while streaming continues (real broker, MongoDB test server)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo import MongoClient
+
+from tests.integration.helpers import CliProcess, decode, read_topic, run_cli, wait_until
+from tests.integration.test_connector import Writer, collection_state, mixed_documents, replay
+from tests.integration.test_stream_e2e import write_config
+
+pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
+
+
+def names() -> tuple[str, str]:
+    return f"inc_{uuid.uuid4().hex[:12]}", f"p{uuid.uuid4().hex[:8]}"
+
+
+def config_for(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str, db: str, prefix: str, **extra: Any) -> Path:
+    return write_config(
+        tmp_path,
+        mongo_uri,
+        kafka_bootstrap,
+        db,
+        prefix,
+        {
+            "snapshot.mode": "no_data",
+            "signal.data.collection": f"{db}.signals",
+            "signal.enabled.channels": "source,kafka",
+            "incremental.snapshot.chunk.size": 50,
+            "notification.enabled.channels": "log,sink",
+            "notification.sink.topic.name": f"{prefix}.notifications",
+            "collection.exclude.list": f"{db}\\.signals",
+            **extra,
+        },
+    )
+
+
+def reads(bootstrap: str, topic: str) -> list[dict[str, Any]]:
+    return [v for _, v in (decode(m) for m in read_topic(bootstrap, topic)) if v and v["op"] == "r"]
+
+
+def test_incremental_snapshot_with_concurrent_writers_and_a_kill_9_replays_to_each_collection(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db].a.insert_many(mixed_documents(600))
+    client[db].b.insert_many([{"_id": i, "v": i} for i in range(400)])
+    config = config_for(tmp_path, mongo_uri, kafka_bootstrap, db, prefix)
+    writers = [Writer(mongo_uri, db, "a"), Writer(mongo_uri, db, "b")]
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("change stream open")
+        for w in writers:
+            w.start()
+        sent = run_cli(
+            "--config",
+            str(config),
+            "signal",
+            "send",
+            "execute-snapshot",
+            "--collections",
+            f"{db}\\.(a|b)",
+            "--output",
+            "json",
+        )
+        assert sent.returncode == 0, sent.stderr
+        wait_until(lambda: len(reads(kafka_bootstrap, f"{prefix}.{db}.a")) > 100, "incremental reads")
+    finally:
+        stream.proc.send_signal(signal.SIGKILL)
+        stream.proc.wait(timeout=30)
+    stored = json.loads(run_cli("--config", str(config), "offsets", "show", "--output", "json").stdout)
+    assert stored and "incremental_snapshot" in stored[0]  # progress survives the crash
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("continuing incremental snapshot")
+        stream.wait_for_log("completed", timeout=120)
+        for w in writers:
+            w.stop()
+        expected = {c: collection_state(client, db, c) for c in ("a", "b")}
+        for c in ("a", "b"):
+            wait_until(
+                lambda c=c: replay(kafka_bootstrap, f"{prefix}.{db}.{c}") == expected[c],
+                f"topic {c} to replay to the collection",
+                timeout=90,
+            )
+    finally:
+        for w in writers:
+            w.stop()
+        assert stream.stop() == 0, stream.stderr
+    markers = {v["source"]["snapshot"] for v in reads(kafka_bootstrap, f"{prefix}.{db}.b")}
+    assert markers == {"incremental"}
+    notes = [decode(m)[1] for m in read_topic(kafka_bootstrap, f"{prefix}.notifications")]
+    kinds = [n["type"] for n in notes if n]
+    assert "STARTED" in kinds and "COMPLETED" in kinds and "IN_PROGRESS" in kinds
+    client.close()
+
+
+def test_pause_resume_stop_through_both_channels_and_malformed_signals_are_ignored(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db].big.insert_many([{"_id": i} for i in range(3000)])
+    config = config_for(tmp_path, mongo_uri, kafka_bootstrap, db, prefix, **{"incremental.snapshot.chunk.size": 20})
+    topic = f"{prefix}.{db}.big"
+    stream = CliProcess("--config", str(config), "stream")
+
+    def send(*args: str) -> None:
+        result = run_cli("--config", str(config), "signal", "send", *args)
+        assert result.returncode == 0, result.stderr
+
+    try:
+        stream.wait_for_log("change stream open")
+        # malformed signals: logged with their id, ignored, the connector keeps running
+        client[db].signals.insert_one({"_id": "bad-type", "type": "explode", "data": {}})
+        client[db].signals.insert_one(
+            {"_id": "bad-regex", "type": "execute-snapshot", "data": {"data-collections": ["(unclosed"]}}
+        )
+        client[db].signals.insert_one(
+            {
+                "_id": "bad-filter",
+                "type": "execute-snapshot",
+                "data": {
+                    "data-collections": [f"{db}.big"],
+                    "additional-conditions": [{"data-collection": f"{db}.big", "filter": "{not json"}],
+                },
+            }
+        )
+        client[db].signals.insert_one({"_id": "empty", "type": "execute-snapshot", "data": {"data-collections": []}})
+        stream.wait_for_log("'bad-filter'")
+        for bad in ("'bad-type'", "'bad-regex'"):
+            assert bad in stream.stderr
+        assert stream.proc.poll() is None
+
+        send("execute-snapshot", "--collections", f"{db}\\.big", "--channel", "source")
+        wait_until(lambda: len(reads(kafka_bootstrap, topic)) >= 40, "the snapshot to start")
+        send("pause-snapshot", "--channel", "kafka")
+        stream.wait_for_log("incremental snapshot paused")
+        paused_at = len(reads(kafka_bootstrap, topic))
+        client[db].big.insert_one({"_id": "while-paused"})
+        wait_until(
+            lambda: any(decode(m)[1] and decode(m)[1]["op"] == "c" for m in read_topic(kafka_bootstrap, topic)),
+            "streaming to go on while paused",
+        )
+        assert len(reads(kafka_bootstrap, topic)) <= paused_at + 20  # at most the chunk in flight
+        send("resume-snapshot", "--channel", "source")
+        stream.wait_for_log("incremental snapshot resumed")
+        wait_until(lambda: len(reads(kafka_bootstrap, topic)) > paused_at + 40, "reads after resuming")
+        send("stop-snapshot", "--channel", "kafka")
+        stream.wait_for_log("incremental snapshot stopped")
+        stopped_at = len(reads(kafka_bootstrap, topic))
+        client[db].big.insert_one({"_id": "after-stop"})
+        wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) >= stopped_at + 2, "streaming after the stop")
+        assert len(reads(kafka_bootstrap, topic)) <= stopped_at + 20
+        assert stopped_at < 3000
+    finally:
+        assert stream.stop() == 0, stream.stderr
+    client.close()
