@@ -30,7 +30,7 @@ _mongocdc() {
         "signal send pause-snapshot") COMPREPLY=($(compgen -W "--id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
         "signal send resume-snapshot") COMPREPLY=($(compgen -W "--id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
         "signal send stop-snapshot") COMPREPLY=($(compgen -W "--collections --id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
-        "snapshot") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --offsets --name --metrics-port --help" -- "$cur")) ;;
+        "snapshot") COMPREPLY=($(compgen -W "--output -o --incremental --collections --filter --channel --wait --timeout --connection-string --topic-prefix --bootstrap-servers --offsets --name --metrics-port --help" -- "$cur")) ;;
         "spark") COMPREPLY=($(compgen -W "run status --help" -- "$cur")) ;;
         "spark run") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
         "spark status") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;

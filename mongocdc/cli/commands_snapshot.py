@@ -1,9 +1,16 @@
-"""``mongocdc snapshot``: copy the included collections into Kafka and exit."""
+"""``mongocdc snapshot``: copy the included collections into Kafka and exit, or (``--incremental``)
+ask the running connector for an incremental snapshot and optionally wait for it."""
 
 from __future__ import annotations
 
+import time
+import uuid
+from typing import Annotated, Any
+
 import typer
 
+from mongocdc.cli import render
+from mongocdc.cli.commands_signal import ChannelOpt, CollectionsOpt, FilterOpt
 from mongocdc.cli.metrics_server import serve_metrics
 from mongocdc.cli.options import (
     BootstrapOpt,
@@ -17,6 +24,61 @@ from mongocdc.cli.options import (
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.signals import GracefulStop
 from mongocdc.cli.state import Output, state
+from mongocdc.config import Settings
+from mongocdc.errors import MongocdcError
+
+
+def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeout_s: float | None) -> dict[str, Any]:
+    """Follow the connector's stored progress until the snapshot ``signal_id`` is no longer running.
+
+    The running connector keeps the progress in its offsets (``incremental_snapshot``) and, once it
+    completed, the snapshot's id (``incremental_snapshot_completed``).
+    """
+    from mongocdc import wiring
+    from mongocdc.engine.incremental import OFFSET_FIELD
+    from mongocdc.engine.signalling import COMPLETED_FIELD
+    from mongocdc.engine.snapshot import CollectionReport, SnapshotReport
+
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    seen = False
+    done: dict[str, int] = {}
+    with SnapshotProgressView() as view:
+        while True:
+            store = wiring.offset_store(settings, create=False)
+            try:
+                records = store.records(settings.name)
+            finally:
+                store.close()
+            running = [
+                r.offset[OFFSET_FIELD]
+                for r in records
+                if isinstance(r.offset.get(OFFSET_FIELD), dict) and r.offset[OFFSET_FIELD].get("id") == signal_id
+            ]
+            report = SnapshotReport()
+            for progress in running:
+                collections = list(progress.get("collections") or [])
+                for index, ns in enumerate(collections):
+                    count = int(progress.get("documents", 0)) if index == 0 else 0
+                    report.collections[ns] = CollectionReport(ns, 0, documents=count)
+                    if index == 0:
+                        done.setdefault(ns, 0)
+                        done[ns] = max(done[ns], count)
+            for ns, count in done.items():
+                if ns not in report.collections:
+                    report.collections[ns] = CollectionReport(ns, 0, documents=count, done=True)
+            seen = seen or bool(running)
+            finished = any(r.offset.get(COMPLETED_FIELD) == signal_id for r in records)
+            report.completed = finished or (seen and not running)
+            view.update(report)
+            if report.completed:
+                return report.to_dict()
+            if deadline is not None and time.monotonic() > deadline:
+                raise MongocdcError(
+                    f"incremental snapshot {signal_id} did not complete within {timeout_s:.0f} s",
+                    hint="it goes on in the connector; follow it with `mongocdc offsets show` or its notifications",
+                )
+            if stop.wait(0.5):
+                return report.to_dict()
 
 
 def register(app: typer.Typer) -> None:
@@ -24,6 +86,24 @@ def register(app: typer.Typer) -> None:
     def snapshot(
         ctx: typer.Context,
         output: OutputOpt = Output.table,
+        incremental: Annotated[
+            bool,
+            typer.Option(
+                "--incremental",
+                help="Ask the running connector (through a signal) for an incremental snapshot of --collections "
+                "while it keeps streaming, instead of copying everything here and exiting.",
+            ),
+        ] = False,
+        collections: CollectionsOpt = None,
+        filters: FilterOpt = None,
+        channel: ChannelOpt = None,
+        wait: Annotated[
+            bool, typer.Option("--wait", help="With --incremental: show progress until the snapshot completes.")
+        ] = False,
+        timeout: Annotated[
+            float | None,
+            typer.Option("--timeout", help="With --wait: give up waiting after this many seconds.", show_default=False),
+        ] = None,
         connection_string: ConnectionStringOpt = None,
         topic_prefix: TopicPrefixOpt = None,
         bootstrap_servers: BootstrapOpt = None,
@@ -31,7 +111,10 @@ def register(app: typer.Typer) -> None:
         name: NameOpt = None,
         metrics_port: MetricsPortOpt = None,
     ) -> None:
-        """Copy every included collection into Kafka as read (op=r) events, then exit; resumable."""
+        """Copy every included collection into Kafka as read (op=r) events, then exit; resumable.
+
+        With --incremental, the running connector snapshots the --collections in chunks while streaming.
+        """
         from mongocdc import wiring
         from mongocdc.engine.metrics import Metrics
 
@@ -43,16 +126,40 @@ def register(app: typer.Typer) -> None:
             name=name,
             metrics_port=metrics_port,
         )
-        metrics = Metrics(settings.name)
         stopper = GracefulStop()
+        if incremental:
+            from mongocdc.cli.commands_signal import build_signal, choose_channel, parse_filters, send_signal
+
+            if not collections:
+                raise typer.BadParameter("--incremental needs --collections REGEX", param_hint="'--collections'")
+            data: dict[str, Any] = {"data-collections": list(collections), "type": "incremental"}
+            if filters:
+                data["additional-conditions"] = parse_filters(filters)
+            signal = build_signal("execute-snapshot", str(uuid.uuid4()), data)
+            sent = send_signal(settings, choose_channel(settings, channel), signal)
+            result: dict[str, Any] = {"id": sent.signal_id, "channel": sent.channel.value, "to": sent.destination}
+            if wait:
+                with stopper.installed():
+                    result["snapshot"] = wait_for_incremental(
+                        settings, sent.signal_id, stopper.event, timeout_s=timeout
+                    )
+            render.emit(
+                output, result, ["field", "value"], [[k, v] for k, v in result.items()], title="incremental snapshot"
+            )
+            if stopper.exit_code:
+                raise typer.Exit(stopper.exit_code)
+            return
+        if collections or filters or wait:
+            raise typer.BadParameter("--collections, --filter and --wait go with --incremental")
+        metrics = Metrics(settings.name)
         with (
             stopper.installed(),
             serve_metrics(metrics, settings.metrics_port),
             SnapshotProgressView() as progress,
-            wiring.connector(settings, stop=stopper.event, on_progress=progress.update, metrics=metrics) as task,
+            wiring.connector(settings, stop=stopper.event, on_progress=progress.update, metrics=metrics) as group,
         ):
-            result = task.run(snapshot_only=True)
-        if result.snapshot is not None:
-            render_summary(output, result.snapshot)
+            outcome = group.run(snapshot_only=True)
+        if outcome.snapshot is not None:
+            render_summary(output, outcome.snapshot)
         if stopper.exit_code:
             raise typer.Exit(stopper.exit_code)

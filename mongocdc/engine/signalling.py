@@ -33,6 +33,9 @@ from mongocdc.events.signals import (
 
 log = logging.getLogger("mongocdc.signals")
 
+COMPLETED_FIELD = "incremental_snapshot_completed"
+"""Offset field: the id of the last incremental snapshot that completed."""
+
 
 class ChunkReader(Protocol):
     def maximum_key(self, namespace: str, query: Mapping[str, Any]) -> tuple[bool, Any]: ...
@@ -85,6 +88,7 @@ class IncrementalSnapshotter:
         self._chunk: tuple[str, Any, int] | None = None  # chunk id, last key, count
         self.reads = 0
         self.ignored_signals = 0
+        self.completed_id: str | None = None
 
     def bind_emit(self, emit_read: Callable[[str, Mapping[str, Any]], None]) -> None:
         """Where reads go: the streaming task produces them at its current position."""
@@ -93,10 +97,21 @@ class IncrementalSnapshotter:
     # -- offsets ------------------------------------------------------------------------
 
     def offset_fields(self) -> dict[str, Any]:
-        """What the committed offset carries so the snapshot continues after a restart."""
-        if self.state is None or not self.state.running:
-            return {}
-        return {OFFSET_FIELD: self.state.to_offset()}
+        """What the committed offset carries: the running snapshot's progress (to continue after a restart)
+        and the id of the last completed one (so ``snapshot --incremental --wait`` can tell it finished)."""
+        fields: dict[str, Any] = {}
+        if self.completed_id is not None:
+            fields[COMPLETED_FIELD] = self.completed_id
+        if self.state is not None and self.state.running:
+            fields[OFFSET_FIELD] = self.state.to_offset()
+        return fields
+
+    def restore(self, record: Mapping[str, Any] | None) -> None:
+        """Pick up a stored offset's incremental snapshot progress (and the last completed id)."""
+        if self.state is None:
+            self.state = self.state_from_offset(record)
+        if record and isinstance(record.get(COMPLETED_FIELD), str):
+            self.completed_id = record[COMPLETED_FIELD]
 
     @staticmethod
     def state_from_offset(record: Mapping[str, Any] | None) -> IncrementalSnapshotState | None:
@@ -230,8 +245,12 @@ class IncrementalSnapshotter:
                 self._notify("TABLE_SCAN_COMPLETED", signal_id=self.state.snapshot_id, data_collection=finished)
         self._notify("IN_PROGRESS", signal_id=self.state.snapshot_id, **self.state.progress_data())
         if not self.state.running:
-            log.info("incremental snapshot %s completed", self.state.snapshot_id)
-            self._notify("COMPLETED", signal_id=self.state.snapshot_id)
+            self._completed(self.state.snapshot_id)
+
+    def _completed(self, snapshot_id: str) -> None:
+        log.info("incremental snapshot %s completed", snapshot_id)
+        self.completed_id = snapshot_id
+        self._notify("COMPLETED", signal_id=snapshot_id)
 
     def maybe_next_chunk(self) -> None:
         """Start the next chunk when a snapshot runs, is not paused, and no window is in flight."""
@@ -250,7 +269,7 @@ class IncrementalSnapshotter:
                 self._notify("TABLE_SCAN_COMPLETED", signal_id=state.snapshot_id, data_collection=namespace)
         self.state = state
         if not state.running:
-            self._notify("COMPLETED", signal_id=state.snapshot_id)
+            self._completed(state.snapshot_id)
             return
         namespace = state.current
         assert namespace is not None

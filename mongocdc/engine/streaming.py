@@ -158,9 +158,9 @@ class StreamingTask:
 
     def stored_position(self) -> Position | None:
         record = self.store.load(self.options.connector, self.options.partition)
-        if self.snapshotter is not None and self.snapshotter.state is None:
-            self.snapshotter.state = self.snapshotter.state_from_offset(record)
-            if self.snapshotter.state is not None:
+        if self.snapshotter is not None:
+            self.snapshotter.restore(record)
+            if self.snapshotter.state is not None and self.snapshotter.state.running:
                 log.info("continuing incremental snapshot %s", self.snapshotter.state.snapshot_id)
         return None if record is None else Position.from_offset(record)
 

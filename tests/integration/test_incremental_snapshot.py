@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bson import json_util
 from pymongo import MongoClient
 
 from tests.integration.helpers import CliProcess, decode, read_topic, run_cli, wait_until
@@ -163,4 +164,40 @@ def test_pause_resume_stop_through_both_channels_and_malformed_signals_are_ignor
         assert stopped_at < 3000
     finally:
         assert stream.stop() == 0, stream.stderr
+    client.close()
+
+
+def test_snapshot_incremental_wait_reports_completion(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str) -> None:
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db].small.insert_many([{"_id": i, "keep": i % 2 == 0} for i in range(120)])
+    config = config_for(tmp_path, mongo_uri, kafka_bootstrap, db, prefix)
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("change stream open")
+        result = run_cli(
+            "--config",
+            str(config),
+            "snapshot",
+            "--incremental",
+            "--collections",
+            f"{db}\\.small",
+            "--filter",
+            f'{db}.small={{"keep": true}}',
+            "--wait",
+            "--timeout",
+            "90",
+            "--output",
+            "json",
+        )
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        assert report["snapshot"]["completed"] is True
+        wait_until(lambda: len(reads(kafka_bootstrap, f"{prefix}.{db}.small")) == 60, "the filtered reads")
+    finally:
+        assert stream.stop() == 0, stream.stderr
+    ids = sorted(json_util.loads(v["after"])["_id"] for v in reads(kafka_bootstrap, f"{prefix}.{db}.small"))
+    assert ids == list(range(0, 120, 2))
+    bad = run_cli("--config", str(config), "snapshot", "--collections", "x")
+    assert bad.returncode == 2 and "--incremental" in bad.stderr
     client.close()
