@@ -288,7 +288,8 @@ def connector_task(
     include = snapshot_include(settings)
     transforms = field_transforms(settings)
 
-    def scanners() -> list[CollectionScanner]:
+    def scanners(only: Sequence[str] | None = None) -> list[CollectionScanner]:
+        """The initial snapshot's collections, or (blocking snapshots) those of ``only``."""
         pairs = captured_collections(
             client, scope=settings.capture_scope, target=settings.capture_target, include=include
         )
@@ -297,6 +298,7 @@ def connector_task(
                 client, db, coll, fetch_size=settings.snapshot_fetch_size, filter=settings.snapshot_filter(db, coll)
             )
             for db, coll in pairs
+            if only is None or f"{db}.{coll}" in only
         ]
 
     task = ConnectorTask(
@@ -384,7 +386,7 @@ def incremental_snapshotter(settings: Settings, client: Any, task: ConnectorTask
         return [f"{db}.{coll}" for db, coll in pairs]
 
     def blocking(namespaces: Sequence[str]) -> None:
-        task.blocking_snapshot(task.scanners(namespaces))  # type: ignore[call-arg]
+        task.blocking_snapshot(task.scanners(namespaces))
 
     return IncrementalSnapshotter(
         reader=QueryReader(client),

@@ -93,7 +93,7 @@ class ConnectorTask:
         *,
         source: Source,
         current_position: Callable[[], Position],
-        scanners: Callable[[], Sequence[Scanner]],
+        scanners: Callable[..., Sequence[Scanner]],
         sink: Sink,
         store: OffsetStore,
         codec: EnvelopeCodec,

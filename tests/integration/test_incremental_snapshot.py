@@ -164,6 +164,52 @@ def test_pause_resume_stop_through_both_channels_and_malformed_signals_are_ignor
         assert stopped_at < 3000
     finally:
         assert stream.stop() == 0, stream.stderr
+    assert "signal 'empty'" in stream.stderr or "does nothing" in stream.stderr
+    notes = [decode(m)[1] for m in read_topic(kafka_bootstrap, f"{prefix}.notifications")]
+    kinds = {n["type"] for n in notes if n}
+    assert {"STARTED", "PAUSED", "RESUMED", "ABORTED"} <= kinds
+    client.close()
+
+
+def test_blocking_snapshot_pauses_streaming_then_resumes(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str) -> None:
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db].blk.insert_many([{"_id": i} for i in range(200)])
+    config = config_for(tmp_path, mongo_uri, kafka_bootstrap, db, prefix)
+    topic = f"{prefix}.{db}.blk"
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("change stream open")
+        sent = run_cli(
+            "--config",
+            str(config),
+            "signal",
+            "send",
+            "execute-snapshot",
+            "--collections",
+            f"{db}\\.blk",
+            "--snapshot-type",
+            "blocking",
+        )
+        assert sent.returncode == 0, sent.stderr
+        stream.wait_for_log("blocking snapshot done")
+        client[db].blk.insert_one({"_id": "after"})
+        wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) == 201, "the reads and the later insert")
+    finally:
+        assert stream.stop() == 0, stream.stderr
+    values = [decode(m)[1] for m in read_topic(kafka_bootstrap, topic)]
+    snapshot_reads = [v for v in values if v["op"] == "r"]
+    assert len(snapshot_reads) == 200
+    assert {v["source"]["snapshot"] for v in snapshot_reads} <= {
+        "first",
+        "true",
+        "last",
+        "last_in_data_collection",
+        "first_in_data_collection",
+    }
+    assert [v["op"] for v in values].count("c") == 1
+    offsets = json.loads(run_cli("--config", str(config), "offsets", "show", "--output", "json").stdout)
+    assert "initsync" not in offsets[0]  # the stored offset stayed a streaming position
     client.close()
 
 
