@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from mongocdc.sinks.kafka.producer import PRODUCER_DEFAULTS
@@ -37,9 +37,16 @@ class Timing:
 
 
 def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
-    """Create ``topics`` up front, so neither side pays for auto-creation in its timed run."""
+    """Create ``topics`` up front, so neither side pays for auto-creation in its timed run.
+
+    The broker stamps every record with its append time (``LogAppendTime``), so a run's end can be
+    read from the topic afterwards instead of polling it tightly while the run competes for the CPU.
+    """
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(t, num_partitions=partitions, replication_factor=1) for t in topics])
+    config = {"message.timestamp.type": "LogAppendTime"}
+    futures = admin.create_topics(
+        [NewTopic(t, num_partitions=partitions, replication_factor=1, config=config) for t in topics]
+    )
     for topic, future in futures.items():
         try:
             future.result(30)
@@ -65,22 +72,59 @@ def _wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: 
 
 
 class EndOffsets:
-    """Reads the sum of a topic's end offsets (records Kafka has acknowledged, with one broker and acks=all)."""
+    """A topic's end offsets (records Kafka has acknowledged, with one broker and acks=all) and append times."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
+        self._topic = topic
         self._consumer = Consumer(
-            {"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}", "enable.auto.commit": False}
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-{uuid.uuid4()}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+            }
         )
         meta = self._consumer.list_topics(topic, timeout=10).topics[topic]
         self._partitions = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
 
+    def ends(self) -> dict[int, int]:
+        return {
+            tp.partition: self._consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1]
+            for tp in self._partitions
+        }
+
     def total(self) -> int:
-        return sum(self._consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1] for tp in self._partitions)
+        return sum(self.ends().values())
+
+    def last_append_time(self, timeout: float = 30.0) -> float:
+        """When the broker appended the topic's newest record (epoch seconds, from ``LogAppendTime``)."""
+        ends = {p: high for p, high in self.ends().items() if high > 0}
+        if not ends:
+            raise RuntimeError(f"{self._topic} is empty")
+        self._consumer.assign([TopicPartition(self._topic, p, high - 1) for p, high in ends.items()])
+        newest: dict[int, int] = {}
+        deadline = time.monotonic() + timeout
+        while len(newest) < len(ends):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"could not read the last records of {self._topic}")
+            msg = self._consumer.poll(0.5)
+            partition = None if msg is None or msg.error() else msg.partition()
+            if msg is None or partition is None or msg.offset() != ends[partition] - 1:
+                continue
+            kind, stamp = msg.timestamp()
+            if kind != TIMESTAMP_LOG_APPEND_TIME:
+                raise RuntimeError(f"{self._topic} does not use LogAppendTime")
+            newest[partition] = stamp
+        self._consumer.unassign()
+        return max(newest.values()) / 1000
 
     def wait_for(
-        self, count: int, *, timeout: float, interval: float = 0.01, failed: Callable[[], bool] = lambda: False
+        self, count: int, *, timeout: float, interval: float = 0.1, failed: Callable[[], bool] = lambda: False
     ) -> float:
-        """Block until the topic holds ``count`` records; returns ``time.perf_counter()`` when seen."""
+        """Block until the topic holds ``count`` records; returns ``time.perf_counter()`` when seen.
+
+        Polls every ``interval`` seconds only: the exact end comes from :meth:`last_append_time`.
+        """
         deadline = time.monotonic() + timeout
         while True:
             if self.total() >= count:

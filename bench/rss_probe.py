@@ -1,5 +1,8 @@
 """Child process of the memory benchmark: one mongocdc snapshot, then its peak resident memory as JSON.
 
+Peak RSS is ``VmHWM`` from ``/proc/self/status``. (``ru_maxrss`` is not used: on Linux it keeps the
+value of the parent process it was forked from across ``exec``, so a large parent hides the child's.)
+
 ``python -m bench.rss_probe --uri URI --bootstrap HOST:PORT --namespace DB.COLL --prefix P --workdir DIR``
 """
 
@@ -8,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import resource
 import sys
 import time
 from pathlib import Path
@@ -64,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
                 "hwm_before_run_kb": hwm_before,
                 "rss_after_run_kb": rss_after,
                 "hwm_kb": status_kb("VmHWM"),
-                "ru_maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
             }
         ),
         flush=True,

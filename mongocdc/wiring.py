@@ -124,8 +124,26 @@ def field_transforms(settings: Settings) -> Any:
 
 
 def change_source(settings: Settings, client: Any, rs_name: str | None, primary_watch: Any = None) -> Any:
+    """The change stream source of one partition.
+
+    With a capture mode that relies on stored pre- or post-images, each captured collection
+    without ``changeStreamPreAndPostImages`` gets a warning at start naming the ``collMod``
+    command that enables it (instead of ``before: null``, or a failing stream, later).
+    """
+    from mongocdc.config.settings import parse_cursor_pipeline
+    from mongocdc.sources.mongo.preimages import needs_images, warn_missing_pre_images
+    from mongocdc.sources.mongo.scan import captured_collections
     from mongocdc.sources.mongo.stream import MongoChangeStreamSource
 
+    full_update_type = settings.capture_mode_full_update_type
+    if needs_images(settings.capture_mode, full_update_type):
+        namespaces = captured_collections(
+            client,
+            scope=settings.capture_scope,
+            target=settings.capture_target,
+            include=settings.is_collection_included,
+        )
+        warn_missing_pre_images(client, namespaces, post_images=full_update_type == "post_image")
     return MongoChangeStreamSource(
         client,
         connector=settings.name,
@@ -140,6 +158,10 @@ def change_source(settings: Settings, client: Any, rs_name: str | None, primary_
         primary_watch=primary_watch,
         transforms=field_transforms(settings),
         signal_collection=settings.signal_data_collection,
+        full_update_type=full_update_type,
+        pipeline=parse_cursor_pipeline(settings.cursor_pipeline) if settings.cursor_pipeline else (),
+        pipeline_order=settings.cursor_pipeline_order,
+        oversize_mode=settings.cursor_oversize_handling_mode,
     )
 
 

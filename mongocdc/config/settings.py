@@ -86,6 +86,35 @@ WatermarkingStrategy = Literal["insert_insert", "insert_delete"]
 """``incremental.snapshot.watermarking.strategy``: how a chunk's window is marked in the signal collection."""
 
 
+FullUpdateType = Literal["lookup", "post_image"]
+"""``capture.mode.full.update.type``: how the ``*_update_full*`` capture modes get the document after an update."""
+
+PipelineOrder = Literal["internal_first", "user_first"]
+"""``cursor.pipeline.order``: whether mongocdc's own change stream stages or ``cursor.pipeline`` come first."""
+
+
+def parse_cursor_pipeline(text: str) -> list[dict[str, Any]]:
+    """The stages of ``cursor.pipeline``: a JSON array of aggregation stages (relaxed extended JSON)."""
+    try:
+        stages = json_util.loads(text, json_options=FILTER_JSON_OPTIONS)
+    except (ValueError, TypeError, BSONError) as exc:
+        raise InvalidValueError(f"not valid (extended) JSON: {exc}") from None
+    example = '(for example [{"$match": {"operationType": {"$in": ["insert", "update"]}}}])'
+    if not isinstance(stages, list):
+        raise InvalidValueError(f"expected a JSON array of aggregation stages {example}, not {type(stages).__name__}")
+    for index, stage in enumerate(stages):
+        if not isinstance(stage, dict) or len(stage) != 1 or not str(next(iter(stage))).startswith("$"):
+            raise InvalidValueError(
+                f"stage {index} must be an object with exactly one key naming a stage such as $match, "
+                f"got {json_util.dumps(stage)} {example}"
+            )
+    return stages
+
+
+def check_cursor_pipeline(value: str) -> None:
+    parse_cursor_pipeline(value)
+
+
 def check_namespace(value: str) -> None:
     """A ``<database>.<collection>`` name (``signal.data.collection``)."""
     reason = namespace_problem(value)
@@ -212,6 +241,14 @@ class Settings:
         "after the update (`…_update_full`), and the document before the change (`…_with_pre_image`, needs "
         "pre-images enabled on the collections).",
     )
+    capture_mode_full_update_type: FullUpdateType = setting(
+        "capture.mode.full.update.type",
+        choice(FullUpdateType),
+        "lookup",
+        "How the `*_update_full*` capture modes get the document after an update: `lookup` (read the current "
+        "document when the event is read; `null` when it was deleted since) or `post_image` (the post-image MongoDB "
+        "stored at the update; MongoDB 6.0+ with `changeStreamPreAndPostImages` enabled on the collections).",
+    )
     snapshot_mode: SnapshotMode = setting(
         "snapshot.mode",
         choice(SnapshotMode, never="no_data"),
@@ -308,6 +345,21 @@ class Settings:
         _POSITIVE,
         500,
         "Milliseconds one change-stream poll waits for new events before returning an empty batch.",
+    )
+    cursor_pipeline: str | None = setting(
+        "cursor.pipeline",
+        _STRING,
+        None,
+        "Aggregation stages added to the change stream, as a JSON array (for example "
+        '`[{"$match": {"ns.coll": {"$ne": "audit"}}}]`); events they filter out are never read.',
+        validator=check_cursor_pipeline,
+    )
+    cursor_pipeline_order: PipelineOrder = setting(
+        "cursor.pipeline.order",
+        choice(PipelineOrder),
+        "internal_first",
+        "Where `cursor.pipeline` goes in the change stream's pipeline: after mongocdc's own stages "
+        "(`internal_first`) or before them (`user_first`).",
     )
     cursor_oversize_handling_mode: OversizeHandlingMode = setting(
         "cursor.oversize.handling.mode",

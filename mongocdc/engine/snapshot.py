@@ -85,6 +85,8 @@ class SnapshotOptions:
     max_threads: int = 1
     flush_interval_s: float = 60.0
     progress_interval_s: float = 0.5
+    max_in_flight: int = 4_000
+    """Records produced but not yet acknowledged before reading waits (bounds memory)."""
 
 
 class _Held:
@@ -149,6 +151,9 @@ class SnapshotRunner:
         return ChangeEvent(Op.READ, value_to_json(document["_id"]), source, after=document_to_json(document))
 
     def _produce(self, namespace: str, document: Mapping[str, Any], marker: SnapshotMarker) -> None:
+        # Back-pressure: a scan outruns Kafka easily; hold memory flat by waiting for acknowledgements.
+        while self._tracker.in_flight >= self.options.max_in_flight and not self.stop.is_set():
+            self.sink.poll(0.05)
         event = self._event(namespace, document, marker)
         seq = self._tracker.issue()
         tracker = self._tracker

@@ -210,6 +210,7 @@ class StreamingTask:
             next_commit = self._clock() + self.options.flush_interval_s
             heartbeat_every = self.options.heartbeat_interval_s
             next_heartbeat = self._clock() + heartbeat_every
+            next_observe = self._clock()
             while not self.stop.is_set():
                 item = self.source.next()
                 snapshotter = self.snapshotter
@@ -226,8 +227,11 @@ class StreamingTask:
                     snapshotter.poll_kafka()
                     snapshotter.maybe_next_chunk()
                 self._add_position(item.position)
-                self.sink.poll(0)
-                self._observe_source()
+                if not isinstance(item, StreamedChange):
+                    self.sink.poll(0)  # after a produce the sink has just served delivery reports
+                if self._clock() >= next_observe:
+                    self._observe_source()
+                    next_observe = self._clock() + 0.5
                 if heartbeat_every > 0 and self._clock() >= next_heartbeat:
                     # A quiet connector still records where it stands, so it does not fall off the oplog.
                     self._heartbeat(item.position)
@@ -236,6 +240,7 @@ class StreamingTask:
                 if self._clock() >= next_commit:
                     self._commit_acknowledged()
                     next_commit = self._clock() + self.options.flush_interval_s
+            self._observe_source()
             self.commit()
         except BaseException:
             self._commit_what_was_acknowledged_before_failing()

@@ -7,14 +7,16 @@ values (whitespace may differ, which no JSON reader sees).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import bson
-from bson import json_util
+from bson import ObjectId, json_util
 from bson.raw_bson import RawBSONDocument
 
 _RELAXED = json_util.RELAXED_JSON_OPTIONS
+_json_string = json.JSONEncoder().encode
 
 try:  # pragma: no cover - exercised by whichever branch is installed
     import bsonjs as _bsonjs
@@ -51,6 +53,13 @@ def value_to_json(value: Any) -> str:
     Matches the MongoDB Java driver's relaxed writer that Debezium uses for keys:
     ``ObjectId`` → ``{"$oid": "…"}``, ``1004`` → ``1004``, ``"abc"`` → ``"abc"``.
     """
+    kind = type(value)
+    if kind is ObjectId:
+        return f'{{"$oid": "{value}"}}'
+    if kind is str:
+        return _json_string(value)
+    if kind is int and -(2**63) <= value < 2**63:
+        return str(value)
     if isinstance(value, RawBSONDocument):
         value = bson.decode(value.raw)
     return json_util.dumps(value, json_options=_RELAXED)

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pymongo import ASCENDING, MongoClient
-from pymongo.errors import OperationFailure
+from pymongo.errors import CursorNotFound, OperationFailure
 
 from mongocdc.events.snapshot import Chunk, ScanPosition
 from mongocdc.sources.mongo.client import raise_for_privileges
@@ -69,22 +69,42 @@ class CollectionScanner:
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
     def chunks(self, start: ScanPosition | None = None) -> Iterator[Chunk]:
-        """Every document after ``start``, in chunks; ``Chunk.end`` is the resume point after it."""
+        """Every document after ``start``, in chunks; ``Chunk.end`` is the resume point after it.
+
+        One ``_id``-ordered cursor per type bracket, read ``fetch_size`` documents at a time (one
+        round trip per chunk); a cursor the server dropped (CursorNotFound) is reopened after the
+        last key read.
+        """
         position = start or ScanPosition()
         while position.bracket < len(ID_TYPE_BRACKETS):
-            cursor = self._collection.find(self._query(position), batch_size=self._fetch_size)
+            bracket = position.bracket
             try:
-                documents = list(cursor.sort("_id", ASCENDING).limit(self._fetch_size))
+                for documents, exhausted in self._batches(position):
+                    position = (
+                        ScanPosition(bracket + 1) if exhausted else ScanPosition(bracket, documents[-1]["_id"], True)
+                    )
+                    if documents:
+                        yield Chunk(documents, position, bracket)
+            except CursorNotFound:
+                log.warning("the snapshot cursor of %s expired; reopening after the last key read", self.namespace)
+                continue
             except OperationFailure as exc:
                 raise_for_privileges(exc, f"read {self.namespace} for the snapshot")
                 raise
-            bracket = position.bracket
-            if documents:
-                position = ScanPosition(position.bracket, documents[-1]["_id"], True)
-            if len(documents) < self._fetch_size:
-                position = ScanPosition(position.bracket + 1)
-            if documents:
-                yield Chunk(documents, position, bracket)
+            if position.bracket == bracket:  # an empty bracket
+                position = ScanPosition(bracket + 1)
+
+    def _batches(self, position: ScanPosition) -> Iterator[tuple[list[Mapping[str, Any]], bool]]:
+        """``(documents, bracket exhausted)`` pairs of one bracket's cursor, ``fetch_size`` documents each."""
+        cursor = self._collection.find(self._query(position), batch_size=self._fetch_size).sort("_id", ASCENDING)
+        with cursor:
+            batch: list[Mapping[str, Any]] = []
+            for document in cursor:
+                batch.append(document)
+                if len(batch) == self._fetch_size:
+                    yield batch, False
+                    batch = []
+            yield batch, True
 
 
 SYSTEM_DATABASES = frozenset({"admin", "config", "local"})

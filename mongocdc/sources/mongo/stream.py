@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,6 +25,7 @@ from mongocdc.events.changes import (
     position_of,
 )
 from mongocdc.events.position import Position
+from mongocdc.events.split import FragmentBuffer, SplitEventError
 from mongocdc.retry import Backoff
 from mongocdc.sources.mongo.client import raise_for_privileges
 
@@ -44,6 +45,48 @@ FULL_DOCUMENT = {
     "change_streams_with_pre_image": None,
     "change_streams_update_full_with_pre_image": "updateLookup",
 }
+"""``fullDocument`` per ``capture.mode`` with ``capture.mode.full.update.type=lookup``."""
+
+POST_IMAGE_FULL_DOCUMENT = "required"
+"""``fullDocument`` of the ``*_update_full*`` modes with ``capture.mode.full.update.type=post_image``
+(MongoDB 6.0+, ``changeStreamPreAndPostImages`` enabled on the collection), as Debezium asks for it:
+the post-image stored at the update, never a later version of the document; MongoDB fails the
+stream on an update whose post-image is missing."""
+
+SPLIT_LARGE_EVENT_STAGE: dict[str, Any] = {"$changeStreamSplitLargeEvent": {}}
+
+
+def full_document_option(capture_mode: str, full_update_type: str = "lookup") -> str | None:
+    """The change stream's ``fullDocument`` option for ``capture.mode`` and ``capture.mode.full.update.type``."""
+    lookup = FULL_DOCUMENT.get(capture_mode)
+    if lookup is None:
+        return None
+    return POST_IMAGE_FULL_DOCUMENT if full_update_type == "post_image" else lookup
+
+
+def uses_pre_images(capture_mode: str) -> bool:
+    """Whether ``capture.mode`` asks MongoDB for the document before the change."""
+    return capture_mode.endswith("_with_pre_image")
+
+
+def change_stream_pipeline(
+    *,
+    internal: Sequence[Mapping[str, Any]] = (),
+    user: Sequence[Mapping[str, Any]] = (),
+    order: str = "internal_first",
+    oversize_mode: str = "fail",
+) -> list[dict[str, Any]]:
+    """The aggregation pipeline of the change stream.
+
+    mongocdc's own stages and the user's ``cursor.pipeline`` in ``cursor.pipeline.order``
+    (``internal_first`` or ``user_first``); with ``cursor.oversize.handling.mode=split``,
+    ``$changeStreamSplitLargeEvent`` last, where MongoDB requires it.
+    """
+    first, second = (user, internal) if order == "user_first" else (internal, user)
+    stages = [dict(stage) for stage in (*first, *second)]
+    if oversize_mode == "split":
+        stages.append(dict(SPLIT_LARGE_EVENT_STAGE))
+    return stages
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +137,10 @@ class MongoChangeStreamSource:
         primary_watch: Any = None,
         transforms: Transforms | None = None,
         signal_collection: str | None = None,
+        full_update_type: str = "lookup",
+        pipeline: Sequence[Mapping[str, Any]] = (),
+        pipeline_order: str = "internal_first",
+        oversize_mode: str = "fail",
     ) -> None:
         if scope != "deployment" and not target:
             raise ConfigError(f"capture.scope={scope} needs capture.target")
@@ -102,6 +149,11 @@ class MongoChangeStreamSource:
         self._scope = scope
         self._target = target
         self._capture_mode = capture_mode
+        self._full_update_type = full_update_type
+        self._pipeline = change_stream_pipeline(
+            internal=self._internal_stages(), user=pipeline, order=pipeline_order, oversize_mode=oversize_mode
+        )
+        self._fragments = FragmentBuffer()
         self._poll_ms = poll_interval_ms
         self._batch_size = batch_size
         self._rs = rs_name
@@ -138,15 +190,27 @@ class MongoChangeStreamSource:
         db, _, coll = self._target.partition(".")
         return self._client[db][coll]
 
+    @staticmethod
+    def _internal_stages() -> list[dict[str, Any]]:
+        """mongocdc's own pipeline stages: none yet (filtering is client-side, see ARCHITECTURE.md)."""
+        return []
+
+    @property
+    def pipeline(self) -> list[dict[str, Any]]:
+        """The aggregation pipeline the change stream is opened with."""
+        return [dict(stage) for stage in self._pipeline]
+
     def _watch_options(self, start: Position | None) -> dict[str, Any]:
         options: dict[str, Any] = {
             "max_await_time_ms": self._poll_ms,
             "batch_size": self._batch_size,
         }
-        full = FULL_DOCUMENT.get(self._capture_mode)
+        if self._pipeline:
+            options["pipeline"] = self.pipeline
+        full = full_document_option(self._capture_mode, self._full_update_type)
         if full:
             options["full_document"] = full
-        if self._capture_mode.endswith("_with_pre_image"):
+        if uses_pre_images(self._capture_mode):
             options["full_document_before_change"] = "whenAvailable"
         token = start.token_document() if start else None
         if token is not None:
@@ -166,6 +230,7 @@ class MongoChangeStreamSource:
     def open(self, start: Position | None) -> None:
         """Open the stream after ``start``, or at the present when there is none."""
         self._position = start
+        self._fragments.clear()
 
         def attempt() -> ChangeStream[Any]:
             options = self._watch_options(self._position)
@@ -222,8 +287,17 @@ class MongoChangeStreamSource:
                 self._reopen()
                 continue
             if change is None:
+                if self._fragments.pending:
+                    # Mid-event: the stream's token points inside the split event; stay before it.
+                    return Idle(self._position or Position(0, 0))
                 return Idle(self._idle_position())
-            item = self._convert(change)
+            try:
+                whole = self._fragments.add(change)
+            except SplitEventError as exc:
+                raise UnreachableError(f"MongoDB returned a split change event mongocdc cannot read: {exc}") from exc
+            if whole is None:
+                continue
+            item = self._convert(whole)
             self._position = item.position
             if isinstance(item, ControlChange) and item.ends_stream:
                 log.info("change stream invalidated (%s); reopening after it", item.collection or item.db)
@@ -262,6 +336,8 @@ class MongoChangeStreamSource:
         return self._position
 
     def _reopen(self) -> None:
+        # The stream resumes before any fragment already read, and delivers them all again.
+        self._fragments.clear()
         self.close()
         self.open(self._position)
 

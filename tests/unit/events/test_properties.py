@@ -111,3 +111,10 @@ def test_malformed_offset_is_rejected_with_a_reason() -> None:
 
 def test_timestamp_values_render() -> None:
     assert json.loads(value_to_json(Timestamp(5, 1))) == {"$timestamp": {"t": 5, "i": 1}}
+
+
+@given(values)
+def test_key_fast_paths_match_json_util(value: Any) -> None:
+    from bson import json_util
+
+    assert value_to_json(value) == json_util.dumps(value, json_options=json_util.RELAXED_JSON_OPTIONS)
