@@ -343,6 +343,9 @@ def connector_task(
             oversize_threshold=settings.cursor_oversize_skip_threshold,
             heartbeat_interval_s=settings.heartbeat_interval_ms / 1000,
             heartbeat_topic=f"{settings.topic_heartbeat_prefix}.{settings.topic_prefix}",
+            transaction_topic=(
+                f"{settings.topic_prefix}.{settings.topic_transaction}" if settings.provide_transaction_metadata else ""
+            ),
         ),
         stop=stop,
         transform=transforms.apply_document if transforms else None,

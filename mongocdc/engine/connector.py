@@ -75,6 +75,7 @@ class TaskOptions:
     oversize_threshold: int = 0
     heartbeat_interval_s: float = 0.0
     heartbeat_topic: str = ""
+    transaction_topic: str = ""
 
 
 @dataclass(slots=True)
@@ -180,6 +181,7 @@ class ConnectorTask:
                 oversize_threshold=self.options.oversize_threshold,
                 heartbeat_interval_s=self.options.heartbeat_interval_s,
                 heartbeat_topic=self.options.heartbeat_topic,
+                transaction_topic=self.options.transaction_topic,
             ),
             stop=self.stop,
             on_status=self.on_status,

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from mongocdc.engine.acks import AckTracker
 from mongocdc.engine.metrics import Metrics
 from mongocdc.engine.signalling import IncrementalSnapshotter
+from mongocdc.engine.transactions import TransactionRecord, TransactionTracker
 from mongocdc.errors import OversizedEventError
 from mongocdc.events.changes import ControlChange, SignalChange, StreamedChange
 from mongocdc.events.codec import document_to_json, value_to_json
@@ -104,6 +105,9 @@ class StreamOptions:
     heartbeat_interval_s: float = 0.0
     """``heartbeat.interval.ms`` / 1000: 0 turns heartbeats off."""
     heartbeat_topic: str = ""
+    transaction_topic: str = ""
+    """``<topic.prefix>.<topic.transaction>`` with ``provide.transaction.metadata``; empty: no metadata."""
+    transaction_idle_end_ms: int = 1000
     flush_timeout_s: float | None = None
     """How long a graceful stop waits for Kafka's acknowledgements (None: until they come)."""
 
@@ -148,6 +152,7 @@ class StreamingTask:
         if snapshotter is not None:
             snapshotter.bind_emit(self._emit_read)
         self._last_checkpoint: tuple[Position, str] | None = None
+        self.transactions: TransactionTracker | None = None
         self.rs = rs
         self._on_status = on_status
         self.metrics = metrics or Metrics(options.connector)
@@ -158,6 +163,10 @@ class StreamingTask:
 
     def stored_position(self) -> Position | None:
         record = self.store.load(self.options.connector, self.options.partition)
+        if self.options.transaction_topic:
+            self.transactions = TransactionTracker.from_offset(
+                (record or {}).get("transaction"), idle_end_ms=self.options.transaction_idle_end_ms
+            )
         if self.snapshotter is not None:
             self.snapshotter.restore(record)
             if self.snapshotter.state is not None and self.snapshotter.state.running:
@@ -165,10 +174,20 @@ class StreamingTask:
         return None if record is None else Position.from_offset(record)
 
     def _extras(self) -> str:
-        if self.snapshotter is None:
-            return ""
-        fields = self.snapshotter.offset_fields()
+        fields: dict[str, Any] = {}
+        if self.snapshotter is not None:
+            fields.update(self.snapshotter.offset_fields())
+        if self.transactions is not None:
+            state = self.transactions.state_for_offset()
+            if state is not None:
+                fields["transaction"] = state
         return json.dumps(fields, sort_keys=True) if fields else ""
+
+    def _transaction_records(self, records: list[TransactionRecord]) -> None:
+        """BEGIN/END records on ``<topic.prefix>.<topic.transaction>``, keyed by the transaction id."""
+        schemas = self.codec.schemas_enable
+        for record in records:
+            self._produce(self.options.transaction_topic, record.key_bytes(schemas), record.value_bytes(schemas))
 
     def _add_position(self, position: Position) -> None:
         self._tracker.add_position((position, self._extras()))
@@ -219,10 +238,15 @@ class StreamingTask:
                     if snapshotter is not None:
                         snapshotter.on_data_event(item.event.namespace, item.event.key_json)
                 elif isinstance(item, ControlChange):
+                    if self.transactions is not None:
+                        self._transaction_records(self.transactions.on_control())
                     self.stats.control_events += 1
                     log.info("%s event on %s.%s", item.operation_type, item.db, item.collection)
-                elif isinstance(item, SignalChange) and snapshotter is not None:
-                    snapshotter.on_signal_document(item.operation_type, item.document, item.document_id)
+                elif isinstance(item, SignalChange):
+                    if snapshotter is not None:
+                        snapshotter.on_signal_document(item.operation_type, item.document, item.document_id)
+                elif self.transactions is not None:  # an idle poll: a quiet stream ends an open transaction
+                    self._transaction_records(self.transactions.on_idle(self._wall_ms()))
                 if snapshotter is not None:
                     snapshotter.poll_kafka()
                     snapshotter.maybe_next_chunk()
@@ -279,9 +303,12 @@ class StreamingTask:
         if event.op.value in self.options.skipped_operations:
             self._skip("skipped_operation")
             return
+        now_ms = self._wall_ms()
+        if self.transactions is not None and event.op is not Op.READ:
+            before, event = self.transactions.on_event(event, now_ms)
+            self._transaction_records(before)
         topic = self.codec.topic(event)
         key = self.codec.key(event)
-        now_ms = self._wall_ms()
         value = self.codec.value(event, now_ms)
         try:
             if self.options.oversize_threshold and len(value) > self.options.oversize_threshold:

@@ -250,3 +250,45 @@ def test_skip_threshold_and_skipped_operations(tmp_path: Path) -> None:
         stop=stop,
     ).run()
     assert sink.records == [] and stats.skipped == 1
+
+
+def test_transaction_metadata_flows_through_the_loop_and_survives_a_restart(tmp_path: Path) -> None:
+    from bson import json_util
+
+    recorded = Path(__file__).parents[1] / "events" / "recorded" / "transactions.jsonl"
+    history = [json_util.loads(line) for line in recorded.read_text().splitlines() if line.strip()]
+    options = StreamOptions("c1", "rs0", transaction_topic="app.transaction")
+
+    def run(changes: list[dict[str, Any]], store: SqliteOffsetStore, fail_at: int | None = None) -> RecordingSink:
+        stop = threading.Event()
+        sink = RecordingSink()
+        source = ScriptedSource(changes, stop, fail_at=fail_at)
+        task = StreamingTask(source, sink, store, EnvelopeCodec("app"), options, stop=stop)
+        if fail_at is None:
+            task.run()
+        else:
+            with pytest.raises(RuntimeError):
+                task.run()
+        return sink
+
+    def summary(sinks: list[RecordingSink]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        txn = [json.loads(v) for s in sinks for t, _, v in s.records if t == "app.transaction" and v]
+        blocks = [json.loads(v)["transaction"] for s in sinks for t, _, v in s.records if t != "app.transaction" and v]
+        return txn, [b for b in blocks if b]
+
+    whole, blocks = summary([run(history, SqliteOffsetStore(tmp_path / "a.db"))])
+    assert [r["status"] for r in whole].count("BEGIN") == 2 and [r["status"] for r in whole].count("END") == 2
+    end = next(r for r in whole if r["status"] == "END")
+    assert end["event_count"] == 3 and sum(c["event_count"] for c in end["data_collections"]) == 3
+    assert [b["total_order"] for b in blocks][:3] == [1, 2, 3]
+
+    # a graceful stop in the middle of the first transaction, then a restart: same records, no duplicates
+    store = SqliteOffsetStore(tmp_path / "b.db")
+    middle = next(i for i, c in enumerate(history) if "txnNumber" in c) + 2
+    first = run(history[:middle], store)
+    second = run(history, store)
+    restarted, restarted_blocks = summary([first, second])
+    assert [(r["status"], r["id"], r["event_count"]) for r in restarted] == [
+        (r["status"], r["id"], r["event_count"]) for r in whole
+    ]
+    assert [b["total_order"] for b in summary([first, second])[1]] == [b["total_order"] for b in blocks]
