@@ -321,7 +321,7 @@ class ConnectorGroup:
         for partition, task in sorted(self.tasks.items()):
             start(partition, task)
         next_poll = time.monotonic() + self._poll_interval_s
-        while any(t.is_alive() for t in threads.values()):
+        while self._poll_new is not None and not snapshot_only and any(t.is_alive() for t in threads.values()):
             if self.stop.wait(0.2):
                 break
             if self._poll_new is not None and not snapshot_only and time.monotonic() >= next_poll:
