@@ -21,6 +21,9 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import bson
+from bson.raw_bson import RawBSONDocument
+
 from mongocdc.engine.acks import AckTracker
 from mongocdc.engine.metrics import Metrics
 from mongocdc.engine.streaming import Sink
@@ -138,6 +141,7 @@ class SnapshotRunner:
         self.metrics = metrics or Metrics(options.connector)
         self._rows_reported: dict[str, int] = {}
         self._done_reported: set[str] = set()
+        self._since_check = 0
 
     # -- producing ------------------------------------------------------------------
 
@@ -145,6 +149,8 @@ class SnapshotRunner:
         assert self._state is not None
         db, _, coll = namespace.partition(".")
         if self._transform is not None:
+            if isinstance(document, RawBSONDocument):
+                document = bson.decode(document.raw)
             document = self._transform(db, coll, document)
         resume = self._state.resume
         source = SourceInfo(db=db, collection=coll, sec=resume.sec, ord=resume.ord, snapshot=marker, rs=self.options.rs)
@@ -152,8 +158,11 @@ class SnapshotRunner:
 
     def _produce(self, namespace: str, document: Mapping[str, Any], marker: SnapshotMarker) -> None:
         # Back-pressure: a scan outruns Kafka easily; hold memory flat by waiting for acknowledgements.
-        while self._tracker.in_flight >= self.options.max_in_flight and not self.stop.is_set():
-            self.sink.poll(0.05)
+        self._since_check += 1
+        if self._since_check >= 256:
+            self._since_check = 0
+            while self._tracker.in_flight >= self.options.max_in_flight and not self.stop.is_set():
+                self.sink.poll(0.05)
         event = self._event(namespace, document, marker)
         seq = self._tracker.issue()
         tracker = self._tracker
@@ -165,10 +174,11 @@ class SnapshotRunner:
         )
 
     def _middle_marker(self, first_in_collection: bool) -> SnapshotMarker:
-        with self._lock:
-            if not self._first_emitted:
-                self._first_emitted = True
-                return SnapshotMarker.FIRST
+        if not self._first_emitted:  # the lock only until the very first document went out
+            with self._lock:
+                if not self._first_emitted:
+                    self._first_emitted = True
+                    return SnapshotMarker.FIRST
         return SnapshotMarker.FIRST_IN_DATA_COLLECTION if first_in_collection else SnapshotMarker.TRUE
 
     def _register(self, namespace: str, end: ScanPosition, documents: int, done: bool = False) -> None:

@@ -6,12 +6,13 @@ them; with ``schemas.enable`` they are wrapped as ``{"schema", "payload"}``.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from mongocdc import __version__
-from mongocdc.events.model import ChangeEvent
+from mongocdc.events.model import ChangeEvent, SourceInfo
 
 CONNECTOR = "mongodb"
 
@@ -132,11 +133,10 @@ def key_payload(event: ChangeEvent) -> dict[str, Any]:
     return {"id": event.key_json}
 
 
-def value_payload(event: ChangeEvent, prefix: str, processed_ms: int) -> dict[str, Any]:
-    """The envelope as a JSON-ready dictionary."""
-    s = event.source
+def source_payload(s: SourceInfo, prefix: str) -> dict[str, Any]:
+    """The ``source`` block."""
     ts_ms = s.ts_ms
-    source: dict[str, Any] = {
+    return {
         "version": __version__,
         "connector": CONNECTOR,
         "name": prefix,
@@ -153,21 +153,27 @@ def value_payload(event: ChangeEvent, prefix: str, processed_ms: int) -> dict[st
         "txnNumber": s.txn_number,
         "wallTime": s.wall_time_ms,
     }
+
+
+def _transaction_payload(event: ChangeEvent) -> dict[str, Any] | None:
     txn = event.transaction
+    if txn is None:
+        return None
+    return {"id": txn.id, "total_order": txn.total_order, "data_collection_order": txn.data_collection_order}
+
+
+def value_payload(event: ChangeEvent, prefix: str, processed_ms: int) -> dict[str, Any]:
+    """The envelope as a JSON-ready dictionary."""
     return {
         "before": event.before,
         "after": event.after,
         "updateDescription": event.update_description.to_json_dict() if event.update_description else None,
-        "source": source,
+        "source": source_payload(event.source, prefix),
         "op": event.op.value,
         "ts_ms": processed_ms,
         "ts_us": processed_ms * 1000,
         "ts_ns": processed_ms * 1_000_000,
-        "transaction": (
-            None
-            if txn is None
-            else {"id": txn.id, "total_order": txn.total_order, "data_collection_order": txn.data_collection_order}
-        ),
+        "transaction": _transaction_payload(event),
     }
 
 
@@ -189,11 +195,41 @@ class EnvelopeCodec:
         return _dumps(payload).encode()
 
     def value(self, event: ChangeEvent, processed_ms: int) -> bytes:
-        payload = value_payload(event, self.prefix, processed_ms)
         if self.schemas_enable:
+            payload = value_payload(event, self.prefix, processed_ms)
             schema = value_schema(self.prefix, event.source.db, event.source.collection)
             return _dumps({"schema": schema, "payload": payload}).encode()
-        return _dumps(payload).encode()
+        # The same bytes as _dumps(value_payload(...)), assembled from parts: the source block of a
+        # snapshot is the same for every document of a collection, so its JSON is cached.
+        update = event.update_description
+        return "".join(
+            (
+                '{"before":',
+                _dumps(event.before),
+                ',"after":',
+                _dumps(event.after),
+                ',"updateDescription":',
+                "null" if update is None else _dumps(update.to_json_dict()),
+                ',"source":',
+                _source_json(event.source, self.prefix),
+                ',"op":"',
+                event.op.value,
+                '","ts_ms":',
+                str(processed_ms),
+                ',"ts_us":',
+                str(processed_ms * 1000),
+                ',"ts_ns":',
+                str(processed_ms * 1_000_000),
+                ',"transaction":',
+                _dumps(_transaction_payload(event)),
+                "}",
+            )
+        ).encode()
+
+
+@functools.lru_cache(maxsize=256)
+def _source_json(source: SourceInfo, prefix: str) -> str:
+    return _dumps(source_payload(source, prefix))
 
 
 def unwrap(value: dict[str, Any]) -> dict[str, Any]:

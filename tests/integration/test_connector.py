@@ -374,3 +374,40 @@ def test_wrong_credentials_and_missing_privileges_are_configuration_errors(
         assert result.returncode == 3, result.stderr
         assert "error: the MongoDB user may not" in result.stderr and "hint: grant" in result.stderr
         assert "Traceback" not in result.stderr and "weak-pw" not in result.stderr
+
+
+def test_transaction_metadata_for_a_multi_collection_transaction(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db].orders.insert_one({"_id": "seed"})
+    client[db].lines.insert_one({"_id": "seed"})
+    config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db, prefix, {"provide.transaction.metadata": True})
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("change stream open")
+        with client.start_session() as session, session.start_transaction():
+            client[db].orders.insert_one({"_id": 1}, session=session)
+            client[db].lines.insert_one({"_id": 10}, session=session)
+            client[db].lines.insert_one({"_id": 11}, session=session)
+        client[db].orders.insert_one({"_id": "after"})  # ends the transaction in the stream
+        wait_until(lambda: len(read_topic(kafka_bootstrap, f"{prefix}.transaction")) == 2, "BEGIN and END")
+    finally:
+        assert stream.stop() == 0, stream.stderr
+    begin, end = sorted(
+        (decode(m)[1] for m in read_topic(kafka_bootstrap, f"{prefix}.transaction")), key=lambda v: v["status"]
+    )
+    assert (begin["status"], end["status"]) == ("BEGIN", "END")
+    assert begin["id"] == end["id"] and ":" in end["id"]
+    assert end["event_count"] == 3
+    assert sorted((c["data_collection"], c["event_count"]) for c in end["data_collections"]) == [
+        (f"{db}.lines", 2),
+        (f"{db}.orders", 1),
+    ]
+    values = [decode(m)[1] for t in ("orders", "lines") for m in read_topic(kafka_bootstrap, f"{prefix}.{db}.{t}")]
+    blocks = [v["transaction"] for v in values if v["op"] == "c"]  # the seeds are snapshot reads
+    in_txn = sorted((b["total_order"], b["data_collection_order"]) for b in blocks if b)
+    assert [o for o, _ in in_txn] == [1, 2, 3] and all(b["id"] == end["id"] for b in blocks if b)
+    assert sum(1 for b in blocks if b is None) == 1  # the insert after the transaction has no block
+    client.close()

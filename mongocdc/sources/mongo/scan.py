@@ -12,6 +12,8 @@ import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
 from pymongo import ASCENDING, MongoClient
 from pymongo.errors import CursorNotFound, OperationFailure
 
@@ -19,6 +21,8 @@ from mongocdc.events.snapshot import Chunk, ScanPosition
 from mongocdc.sources.mongo.client import raise_for_privileges
 
 log = logging.getLogger("mongocdc.mongo.scan")
+
+_RAW: CodecOptions[RawBSONDocument] = CodecOptions(document_class=RawBSONDocument)
 
 # BSON comparison order of the types an _id can have (arrays cannot be an _id).
 ID_TYPE_BRACKETS: tuple[tuple[str, ...], ...] = (
@@ -49,7 +53,8 @@ class CollectionScanner:
         fetch_size: int = 2048,
         filter: Mapping[str, Any] | None = None,
     ) -> None:
-        self._collection = client[db][collection]
+        # Raw BSON: documents go to the JSON codec as bytes, never decoded to dicts and encoded again.
+        self._collection = client[db][collection].with_options(codec_options=_RAW)
         self._fetch_size = fetch_size
         self._filter = dict(filter) if filter else None
         self.namespace = f"{db}.{collection}"

@@ -96,3 +96,21 @@ def test_schemas_enable_wraps_key_and_value(recorded: list[dict[str, Any]]) -> N
     assert set(payload["source"]) == {f["field"] for f in source_fields}
     plain = json.loads(EnvelopeCodec("fulfillment").value(event, 5))
     assert unwrap(value) == plain == unwrap(plain)
+
+
+def test_fast_value_bytes_equal_the_dictionary_rendering(recorded: list[dict[str, Any]]) -> None:
+    from mongocdc.events.envelope import _dumps, value_payload
+
+    codec = EnvelopeCodec("fulfillment")
+    events = [event_of(c) for c in recorded if c["operationType"] in ("insert", "update", "replace", "delete")]
+    events.append(
+        ChangeEvent(
+            Op.CREATE,
+            "7",
+            SourceInfo("d", "c", 5, 1, lsid="abc", txn_number=4),
+            after='{"_id": 7, "é": 1}',
+            transaction=TransactionBlock("abc:4", 2, 1),
+        )
+    )
+    for event in events:
+        assert codec.value(event, 1234) == _dumps(value_payload(event, "fulfillment", 1234)).encode()
