@@ -136,8 +136,9 @@ def test_pause_resume_stop_through_both_channels_and_malformed_signals_are_ignor
             }
         )
         client[db].signals.insert_one({"_id": "empty", "type": "execute-snapshot", "data": {"data-collections": []}})
+        client[db].signals.insert_one({"_id": "no-collections", "type": "execute-snapshot", "data": {"typo": 1}})
         stream.wait_for_log("'bad-filter'")
-        for bad in ("'bad-type'", "'bad-regex'"):
+        for bad in ("'bad-type'", "'bad-regex'", "'no-collections'"):
             assert bad in stream.stderr
         assert stream.proc.poll() is None
 
@@ -213,11 +214,16 @@ def test_blocking_snapshot_pauses_streaming_then_resumes(tmp_path: Path, mongo_u
     client.close()
 
 
-def test_snapshot_incremental_wait_reports_completion(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str) -> None:
+@pytest.mark.parametrize("strategy", ["insert_insert", "insert_delete"])
+def test_snapshot_incremental_wait_reports_completion(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str, strategy: str
+) -> None:
     db, prefix = names()
     client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
     client[db].small.insert_many([{"_id": i, "keep": i % 2 == 0} for i in range(120)])
-    config = config_for(tmp_path, mongo_uri, kafka_bootstrap, db, prefix)
+    config = config_for(
+        tmp_path, mongo_uri, kafka_bootstrap, db, prefix, **{"incremental.snapshot.watermarking.strategy": strategy}
+    )
     stream = CliProcess("--config", str(config), "stream")
     try:
         stream.wait_for_log("change stream open")
