@@ -142,22 +142,7 @@ class ConnectorTask:
                 resume = Position.from_offset({**offset, "initsync": False})
             state = SnapshotState(resume)
             log.info("snapshot starts; streaming will resume from sec=%d ord=%d", resume.sec, resume.ord)
-        runner = SnapshotRunner(
-            self.sink,
-            self.store,
-            self.codec,
-            SnapshotOptions(
-                connector=self.options.connector,
-                partition=self.options.partition,
-                rs=self.options.rs,
-                max_threads=self.options.snapshot_max_threads,
-                flush_interval_s=self.options.flush_interval_s,
-            ),
-            stop=self.stop,
-            transform=self.transform,
-            on_progress=self.on_progress,
-            metrics=self.metrics,
-        )
+        runner = self._snapshot_runner(self.store)
         report = runner.run(self.scanners(), state)
         if report.completed:
             # Streaming continues from where the snapshot began; initsync and progress are dropped.
@@ -191,17 +176,10 @@ class ConnectorTask:
         )
         return task.run()
 
-    def blocking_snapshot(self, scanners: Sequence[Scanner]) -> SnapshotReport:
-        """A snapshot of ``scanners`` while streaming waits (``execute-snapshot`` with ``type: blocking``).
-
-        Its progress is kept in memory: the stored offset stays the streaming position, so a crash
-        in the middle streams on from there (the blocking snapshot is not resumed).
-        """
-        from mongocdc.offsets.memory import MemoryOffsetStore
-
-        runner = SnapshotRunner(
+    def _snapshot_runner(self, store: OffsetStore) -> SnapshotRunner:
+        return SnapshotRunner(
             self.sink,
-            MemoryOffsetStore(),
+            store,
             self.codec,
             SnapshotOptions(
                 connector=self.options.connector,
@@ -215,6 +193,16 @@ class ConnectorTask:
             on_progress=self.on_progress,
             metrics=self.metrics,
         )
+
+    def blocking_snapshot(self, scanners: Sequence[Scanner]) -> SnapshotReport:
+        """A snapshot of ``scanners`` while streaming waits (``execute-snapshot`` with ``type: blocking``).
+
+        Its progress is kept in memory: the stored offset stays the streaming position, so a crash
+        in the middle streams on from there (the blocking snapshot is not resumed).
+        """
+        from mongocdc.offsets.memory import MemoryOffsetStore
+
+        runner = self._snapshot_runner(MemoryOffsetStore())
         position = self.source.position or self.current_position()
         return runner.run(scanners, SnapshotState(position))
 

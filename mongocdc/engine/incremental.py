@@ -42,23 +42,7 @@ from bson.code import Code
 from bson.datetime_ms import DatetimeMS
 
 from mongocdc.events.codec import value_to_json
-
-# BSON comparison order of the types an _id can have (arrays cannot be an _id); the same list as the
-# initial snapshot's scanner (mongocdc.sources.mongo.scan.ID_TYPE_BRACKETS), copied to keep this module pure.
-ID_TYPE_BRACKETS: Final[tuple[tuple[str, ...], ...]] = (
-    ("minKey",),
-    ("null",),
-    ("double", "int", "long", "decimal"),
-    ("string", "symbol"),
-    ("object",),
-    ("binData",),
-    ("objectId",),
-    ("bool",),
-    ("date",),
-    ("timestamp",),
-    ("regex",),
-    ("maxKey",),
-)
+from mongocdc.events.snapshot import ID_TYPE_BRACKETS
 
 OFFSET_FIELD: Final = "incremental_snapshot"
 """The key of the partition's offset record under which :meth:`IncrementalSnapshotState.to_offset` is kept."""

@@ -13,6 +13,23 @@ from mongocdc.events.position import Position
 
 _CANONICAL = json_util.CANONICAL_JSON_OPTIONS
 
+# BSON comparison order of the types an _id can have (an array cannot be an _id): MongoDB compares
+# values only within one of these brackets, so scans walk them in turn.
+ID_TYPE_BRACKETS: tuple[tuple[str, ...], ...] = (
+    ("minKey",),
+    ("null",),
+    ("double", "int", "long", "decimal"),
+    ("string", "symbol"),
+    ("object",),
+    ("binData",),
+    ("objectId",),
+    ("bool",),
+    ("date",),
+    ("timestamp",),
+    ("regex",),
+    ("maxKey",),
+)
+
 
 @dataclass(frozen=True, slots=True)
 class ScanPosition:

@@ -17,28 +17,13 @@ from bson.raw_bson import RawBSONDocument
 from pymongo import ASCENDING, MongoClient
 from pymongo.errors import CursorNotFound, OperationFailure
 
-from mongocdc.events.snapshot import Chunk, ScanPosition
+from mongocdc.events.snapshot import ID_TYPE_BRACKETS, Chunk, ScanPosition
 from mongocdc.sources.mongo.client import raise_for_privileges
 
 log = logging.getLogger("mongocdc.mongo.scan")
 
 _RAW: CodecOptions[RawBSONDocument] = CodecOptions(document_class=RawBSONDocument)
 
-# BSON comparison order of the types an _id can have (arrays cannot be an _id).
-ID_TYPE_BRACKETS: tuple[tuple[str, ...], ...] = (
-    ("minKey",),
-    ("null",),
-    ("double", "int", "long", "decimal"),
-    ("string", "symbol"),
-    ("object",),
-    ("binData",),
-    ("objectId",),
-    ("bool",),
-    ("date",),
-    ("timestamp",),
-    ("regex",),
-    ("maxKey",),
-)
 
 
 class CollectionScanner:

@@ -16,8 +16,7 @@ from bson import Timestamp
 from mongocdc.errors import DeliveryError
 from mongocdc.events.changes import convert_change
 from mongocdc.events.position import Position
-from mongocdc.events.snapshot import Chunk, ScanPosition
-from mongocdc.sources.mongo.scan import ID_TYPE_BRACKETS
+from mongocdc.events.snapshot import ID_TYPE_BRACKETS, Chunk, ScanPosition
 
 
 @dataclass(frozen=True)
