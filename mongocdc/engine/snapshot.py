@@ -27,7 +27,7 @@ from bson.raw_bson import RawBSONDocument
 from mongocdc.engine.acks import AckTracker
 from mongocdc.engine.metrics import Metrics
 from mongocdc.engine.streaming import Sink
-from mongocdc.events.codec import document_to_json, value_to_json
+from mongocdc.events.codec import document_to_json, raw_document_id, value_to_json
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.events.model import ChangeEvent, Op, SnapshotMarker, SourceInfo
 from mongocdc.events.snapshot import Chunk, CollectionProgress, ScanPosition, SnapshotState
@@ -154,7 +154,8 @@ class SnapshotRunner:
             document = self._transform(db, coll, document)
         resume = self._state.resume
         source = SourceInfo(db=db, collection=coll, sec=resume.sec, ord=resume.ord, snapshot=marker, rs=self.options.rs)
-        return ChangeEvent(Op.READ, value_to_json(document["_id"]), source, after=document_to_json(document))
+        key = raw_document_id(document) if isinstance(document, RawBSONDocument) else document["_id"]
+        return ChangeEvent(Op.READ, value_to_json(key), source, after=document_to_json(document))
 
     def _produce(self, namespace: str, document: Mapping[str, Any], marker: SnapshotMarker) -> None:
         # Back-pressure: a scan outruns Kafka easily; hold memory flat by waiting for acknowledgements.

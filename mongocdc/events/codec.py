@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import bson
-from bson import ObjectId, json_util
+from bson import Int64, ObjectId, json_util
 from bson.raw_bson import RawBSONDocument
 
 _RELAXED = json_util.RELAXED_JSON_OPTIONS
@@ -68,3 +68,25 @@ def value_to_json(value: Any) -> str:
 def json_to_document(text: str) -> Any:
     """Parse relaxed or canonical extended JSON back into BSON values."""
     return json_util.loads(text, json_options=_RELAXED)
+
+
+def raw_document_id(document: RawBSONDocument) -> Any:
+    """The ``_id`` of a raw document without inflating the whole document.
+
+    MongoDB stores ``_id`` first; the common key types are read straight from the bytes, anything
+    else (or an ``_id`` that is not first) through a full decode.
+    """
+    raw = document.raw
+    kind = raw[4]
+    if raw[5:9] == b"_id\x00":
+        at = 9
+        if kind == 0x07:
+            return ObjectId(bytes(raw[at : at + 12]))
+        if kind == 0x02:
+            size = int.from_bytes(raw[at : at + 4], "little", signed=True)
+            return bytes(raw[at + 4 : at + 3 + size]).decode("utf-8")
+        if kind == 0x10:
+            return int.from_bytes(raw[at : at + 4], "little", signed=True)
+        if kind == 0x12:
+            return Int64(int.from_bytes(raw[at : at + 8], "little", signed=True))
+    return bson.decode(raw)["_id"]

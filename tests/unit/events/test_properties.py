@@ -118,3 +118,13 @@ def test_key_fast_paths_match_json_util(value: Any) -> None:
     from bson import json_util
 
     assert value_to_json(value) == json_util.dumps(value, json_options=json_util.RELAXED_JSON_OPTIONS)
+
+
+@given(values.filter(lambda v: not isinstance(v, list)), documents)
+def test_raw_document_id_reads_the_id_of_any_document(key: Any, rest: dict[str, Any]) -> None:
+    from mongocdc.events.codec import raw_document_id
+
+    doc = {"_id": key, **{k: v for k, v in rest.items() if k != "_id"}}
+    raw = RawBSONDocument(bson.encode(doc))
+    assert normalise(raw_document_id(raw)) == normalise(bson.decode(bson.encode(doc), codec_options=_TZ)["_id"])
+    assert type(raw_document_id(raw)) is type(bson.decode(raw.raw)["_id"])
