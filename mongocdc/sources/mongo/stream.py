@@ -166,6 +166,7 @@ class MongoChangeStreamSource:
         self.reconnects = 0
         self._primary_watch = primary_watch
         self._transforms = transforms
+        self._included: dict[tuple[str, str], bool] = {}
         self._signal_ns: tuple[str, str] | None = None
         if signal_collection:
             db, _, coll = signal_collection.partition(".")
@@ -322,7 +323,11 @@ class MongoChangeStreamSource:
             raise UnreachableError(f"MongoDB returned a change event mongocdc cannot read: {exc}") from exc
         if isinstance(item, StreamedChange) and self._include is not None:
             src = item.event.source
-            if not self._include(src.db, src.collection):
+            namespace = (src.db, src.collection)
+            included = self._included.get(namespace)
+            if included is None:  # the include/exclude regexes run once per namespace
+                included = self._included[namespace] = self._include(*namespace)
+            if not included:
                 return Idle(item.position)
         return item
 
