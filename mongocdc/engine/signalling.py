@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from mongocdc.engine.incremental import OFFSET_FIELD, IncrementalSnapshotState, SnapshotWindow, document_key
+from mongocdc.engine.incremental import OFFSET_FIELD, IncrementalSnapshotState, SnapshotWindow
 from mongocdc.events.signals import (
     ExecuteSnapshot,
     InvalidSignalError,
@@ -280,7 +280,3 @@ class IncrementalSnapshotter:
         last = documents[-1]["_id"] if documents else None
         self._chunk = (chunk_id, last, len(documents))
         self._writer.write_watermark("close", chunk_id, self._strategy)
-
-
-def read_key(document: Mapping[str, Any]) -> str:
-    return document_key(document)

@@ -161,7 +161,8 @@ class StreamingTask:
         self._elections_seen = 0
         self.stats = StreamStats()
 
-    def stored_position(self) -> Position | None:
+    def _restore(self) -> Position | None:
+        """Load the stored offset: the position to resume after, plus the transaction and snapshot state it carries."""
         record = self.store.load(self.options.connector, self.options.partition)
         if self.options.transaction_topic:
             self.transactions = TransactionTracker.from_offset(
@@ -202,7 +203,7 @@ class StreamingTask:
 
     def run(self) -> StreamStats:
         """Stream until ``stop`` is set; then stop reading, flush, and commit. Returns the counters."""
-        start = self.stored_position()
+        start = self._restore()
         if start is None:
             log.info(
                 "no stored offset for %s/%s: streaming changes from now on",
