@@ -14,10 +14,11 @@ from mongocdc import __version__
 from mongocdc.cli import (
     commands_config,
     commands_data,
-    commands_later,
     commands_offsets,
+    commands_replicate,
     commands_signal,
     commands_snapshot,
+    commands_spark,
     commands_stream,
 )
 from mongocdc.cli.state import LogFormat, LogLevel, State, configure_logging
@@ -71,7 +72,8 @@ commands_snapshot.register(app)
 commands_signal.register(app)
 commands_offsets.register(app)
 commands_config.register(app)
-commands_later.register(app)
+commands_replicate.register(app)
+commands_spark.register(app)
 
 
 def _print_error(error: MongocdcError) -> None:
