@@ -1,6 +1,8 @@
 """Turn MongoDB change stream documents into change events (pure, no I/O).
 
-A change document is what a change stream returns: ``_id`` (the resume
+A change document is what a change stream returns, as a ``dict`` or as raw BSON
+(``RawBSONDocument``, what ``MongoChangeStreamSource`` reads: sub-documents stay raw
+and go to JSON without being decoded): ``_id`` (the resume
 token), ``operationType``, ``ns``, ``documentKey``, ``clusterTime`` (a BSON
 Timestamp), ``wallTime`` (6.0+), ``fullDocument``, ``updateDescription``,
 ``fullDocumentBeforeChange``, and ``lsid``/``txnNumber`` inside transactions.
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import bson
 from bson import Timestamp
 from bson.binary import Binary
 from bson.raw_bson import RawBSONDocument
@@ -116,8 +119,13 @@ def _optional_document(
     if doc is None:
         return None
     if transforms is not None:
-        doc = transforms.apply_document(ns[0], ns[1], doc)
+        doc = transforms.apply_document(ns[0], ns[1], _as_dict(doc))
     return document_to_json(doc)
+
+
+def _as_dict(document: Any) -> Any:
+    """Transforms rebuild documents: give them plain dicts, nested ones included, not raw BSON."""
+    return bson.decode(document.raw) if isinstance(document, RawBSONDocument) else document
 
 
 def _update_description(
@@ -128,7 +136,7 @@ def _update_description(
     updated: Mapping[str, Any] = raw.get("updatedFields") or {}
     removed_raw: Sequence[str] = raw.get("removedFields") or ()
     if transforms is not None:
-        updated, removed_raw = transforms.apply_update_description(ns[0], ns[1], updated, removed_raw)
+        updated, removed_raw = transforms.apply_update_description(ns[0], ns[1], _as_dict(updated), removed_raw)
     removed = tuple(str(f) for f in removed_raw)
     truncated = tuple((str(t["field"]), int(t["newSize"])) for t in (raw.get("truncatedArrays") or ()))
     return UpdateDescription(document_to_json(updated), removed, truncated)

@@ -8,9 +8,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import bson
 from bson import Timestamp
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
 from pymongo import MongoClient
-from pymongo.change_stream import ChangeStream
+from pymongo.change_stream import ChangeStream, ClusterChangeStream
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from mongocdc.config import redact_text
@@ -117,6 +120,33 @@ def is_resume_lost(exc: OperationFailure) -> bool:
     return exc.code in RESUME_LOST_CODES or "resume point may no longer be in the oplog" in str(exc)
 
 
+RAW_CHANGES: CodecOptions[RawBSONDocument] = CodecOptions(document_class=RawBSONDocument)
+"""How change documents are decoded: raw BSON, top-level fields on access (see ``MongoChangeStreamSource._watch``)."""
+
+
+_CLUSTER_STREAM_ARGUMENTS: dict[str, Any] = dict.fromkeys(
+    (
+        "pipeline",
+        "full_document",
+        "resume_after",
+        "max_await_time_ms",
+        "batch_size",
+        "collation",
+        "start_at_operation_time",
+        "session",
+        "start_after",
+    ),
+)
+"""``ClusterChangeStream``'s required arguments, defaulted as ``MongoClient.watch`` defaults them."""
+
+
+def _inflate(document: Any) -> Any:
+    """A plain ``dict`` (nested documents too) for code that builds on what it reads: signals."""
+    if isinstance(document, RawBSONDocument):
+        return bson.decode(document.raw)
+    return document
+
+
 class MongoChangeStreamSource:
     """Reads one change stream, reopening it after invalidations and lost connections."""
 
@@ -160,7 +190,7 @@ class MongoChangeStreamSource:
         self._backoff = backoff or Backoff()
         self._include = include
         self._sleep = sleep
-        self._stream: ChangeStream[Any] | None = None
+        self._stream: ChangeStream[RawBSONDocument] | None = None
         self._position: Position | None = None
         self._start_after: bool = False
         self.reconnects = 0
@@ -182,14 +212,25 @@ class MongoChangeStreamSource:
         """The position after the last item returned."""
         return self._position
 
-    def _watch_target(self) -> Any:
+    def _watch(self, options: dict[str, Any]) -> ChangeStream[RawBSONDocument]:
+        """Open the change stream decoding each change as raw BSON (:data:`RAW_CHANGES`).
+
+        Only the top-level fields of a change are decoded when read; ``fullDocument`` and the
+        other sub-documents stay bytes until rendered, so a document goes to JSON without a
+        decode to dicts and a re-encode. ``MongoClient.watch`` decodes with the client's codec
+        options, so the deployment scope builds the ``ClusterChangeStream`` the way it does, on
+        an ``admin`` database handle with raw codec options.
+        """
         if self._scope == "deployment":
-            return self._client
+            admin = self._client.admin.with_options(codec_options=RAW_CHANGES)
+            stream = ClusterChangeStream(admin, **{**_CLUSTER_STREAM_ARGUMENTS, **options})
+            stream._initialize_cursor()
+            return stream
         assert self._target is not None
         if self._scope == "database":
-            return self._client[self._target]
+            return self._client.get_database(self._target, codec_options=RAW_CHANGES).watch(**options)
         db, _, coll = self._target.partition(".")
-        return self._client[db][coll]
+        return self._client[db].get_collection(coll, codec_options=RAW_CHANGES).watch(**options)
 
     @staticmethod
     def _internal_stages() -> list[dict[str, Any]]:
@@ -233,11 +274,11 @@ class MongoChangeStreamSource:
         self._position = start
         self._fragments.clear()
 
-        def attempt() -> ChangeStream[Any]:
+        def attempt() -> ChangeStream[RawBSONDocument]:
             options = self._watch_options(self._position)
             if self._position is None:
                 self._position = self._cluster_time_now()
-            return self._watch_target().watch(**options)  # type: ignore[no-any-return]
+            return self._watch(options)
 
         self._stream = self._with_retry("opening the change stream", attempt)
         if self._position is not None and self._position.resume_token is None:
@@ -311,10 +352,12 @@ class MongoChangeStreamSource:
         ns = change.get("ns") or {}
         if self._signal_ns is not None and (ns.get("db"), ns.get("coll")) == self._signal_ns:
             # The signal collection is read whatever the include lists say, and never written to Kafka.
+            document = change.get("fullDocument")
+            key = change.get("documentKey")
             return SignalChange(
                 str(change.get("operationType")),
-                change.get("fullDocument"),
-                (change.get("documentKey") or {}).get("_id"),
+                _inflate(document),
+                _inflate(key).get("_id") if key is not None else None,
                 position_of(change),
             )
         try:

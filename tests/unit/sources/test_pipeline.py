@@ -6,13 +6,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import bson
 import pytest
 from bson import Timestamp, json_util
+from bson.raw_bson import RawBSONDocument
 
 from mongocdc.events.changes import StreamedChange
 from mongocdc.events.position import Position
 from mongocdc.sources.mongo.preimages import check_pre_images, enable_command, images_enabled, needs_images
 from mongocdc.sources.mongo.stream import (
+    RAW_CHANGES,
     SPLIT_LARGE_EVENT_STAGE,
     Idle,
     MongoChangeStreamSource,
@@ -85,17 +88,19 @@ def test_no_pipeline_option_without_stages() -> None:
 
 
 class FakeStream:
-    """``try_next`` hands out the scripted items (``None`` = an empty poll); ``resume_token`` follows them."""
+    """``try_next`` hands out the scripted items as raw BSON (``None``: an empty poll), ``resume_token`` after them."""
 
     def __init__(self, items: list[dict[str, Any] | None]) -> None:
         self._items: Iterator[dict[str, Any] | None] = iter(items)
         self.resume_token: Any = {"_data": "00"}
 
-    def try_next(self) -> dict[str, Any] | None:
+    def try_next(self) -> RawBSONDocument | None:
         item = next(self._items, None)
-        if item is not None:
-            self.resume_token = item["_id"]
-        return item
+        if item is None:
+            return None
+        change = RawBSONDocument(bson.encode(item))  # as the source reads them
+        self.resume_token = change["_id"]
+        return change
 
     def close(self) -> None:
         pass
@@ -107,10 +112,17 @@ class FakeAdmin:
 
 
 class FakeClient:
+    """A client whose database ``inventory`` can be watched (``capture.scope=database``)."""
+
     def __init__(self, items: list[dict[str, Any] | None]) -> None:
         self.items = items
         self.admin = FakeAdmin()
         self.watched: list[dict[str, Any]] = []
+
+    def get_database(self, name: str, codec_options: Any = None) -> FakeClient:
+        assert name == "inventory"
+        assert codec_options is RAW_CHANGES  # change documents are read as raw BSON
+        return self
 
     def watch(self, **options: Any) -> FakeStream:
         self.watched.append(options)
@@ -124,7 +136,13 @@ def recorded_fragments() -> list[dict[str, Any]]:
 def test_source_hands_out_one_event_at_the_last_fragments_position() -> None:
     fragments = recorded_fragments()
     client = FakeClient([fragments[0], fragments[1], None, fragments[2], fragments[3]])
-    source = MongoChangeStreamSource(client, connector="t", oversize_mode="split")  # type: ignore[arg-type]
+    source = MongoChangeStreamSource(
+        client,  # type: ignore[arg-type]
+        connector="t",
+        scope="database",
+        target="inventory",
+        oversize_mode="split",
+    )
     source.open(None)
     assert client.watched[0]["pipeline"] == [SPLIT_LARGE_EVENT_STAGE]
     start = source.position
