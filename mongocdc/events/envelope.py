@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongocdc import __version__
-from mongocdc.events.model import ChangeEvent, SourceInfo
+from mongocdc.events.model import ChangeEvent, SnapshotMarker, SourceInfo
 
 CONNECTOR = "mongodb"
 
@@ -199,15 +199,15 @@ class EnvelopeCodec:
             payload = value_payload(event, self.prefix, processed_ms)
             schema = value_schema(self.prefix, event.source.db, event.source.collection)
             return _dumps({"schema": schema, "payload": payload}).encode()
-        # The same bytes as _dumps(value_payload(...)), assembled from parts: the source block of a
-        # snapshot is the same for every document of a collection, so its JSON is cached.
+        # The same bytes as _dumps(value_payload(...)), assembled from parts: most of the source
+        # block is the same for every change of a collection, so those parts are cached.
         update = event.update_description
         return "".join(
             (
                 '{"before":',
-                _dumps(event.before),
+                _json_or_null(event.before),
                 ',"after":',
-                _dumps(event.after),
+                _json_or_null(event.after),
                 ',"updateDescription":',
                 "null" if update is None else _dumps(update.to_json_dict()),
                 ',"source":',
@@ -221,15 +221,50 @@ class EnvelopeCodec:
                 ',"ts_ns":',
                 str(processed_ms * 1_000_000),
                 ',"transaction":',
-                _dumps(_transaction_payload(event)),
+                "null" if event.transaction is None else _dumps(_transaction_payload(event)),
                 "}",
             )
         ).encode()
 
 
-@functools.lru_cache(maxsize=256)
-def _source_json(source: SourceInfo, prefix: str) -> str:
-    return _dumps(source_payload(source, prefix))
+def _source_json(s: SourceInfo, prefix: str) -> str:
+    """``_dumps(source_payload(s, prefix))``, from cached constant parts and the per-change numbers."""
+    head, middle, tail = _source_parts(prefix, s.snapshot, s.db, s.rs, s.collection)
+    ts_ms = s.ts_ms
+    return "".join(
+        (
+            head,
+            str(ts_ms),
+            middle,
+            str(ts_ms * 1000),
+            ',"ts_ns":',
+            str(ts_ms * 1_000_000),
+            tail,
+            str(s.ord),
+            ',"lsid":',
+            _json_or_null(s.lsid),
+            ',"txnNumber":',
+            "null" if s.txn_number is None else str(s.txn_number),
+            ',"wallTime":',
+            "null" if s.wall_time_ms is None else str(s.wall_time_ms),
+            "}",
+        )
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _source_parts(
+    prefix: str, snapshot: SnapshotMarker, db: str, rs: str | None, collection: str
+) -> tuple[str, str, str]:
+    """The parts of the ``source`` JSON that are the same for every change of one collection."""
+    head = f'{{"version":{_dumps(__version__)},"connector":{_dumps(CONNECTOR)},"name":{_dumps(prefix)},"ts_ms":'
+    middle = f',"snapshot":{_dumps(snapshot.value)},"db":{_dumps(db)},"sequence":null,"ts_us":'
+    tail = f',"rs":{_dumps(rs)},"collection":{_dumps(collection)},"ord":'
+    return head, middle, tail
+
+
+def _json_or_null(text: str | None) -> str:
+    return "null" if text is None else _dumps(text)
 
 
 def unwrap(value: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from bson import Int64, ObjectId
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mongocdc import __version__
 from mongocdc.events.changes import StreamedChange, convert_change
@@ -114,3 +116,36 @@ def test_fast_value_bytes_equal_the_dictionary_rendering(recorded: list[dict[str
     )
     for event in events:
         assert codec.value(event, 1234) == _dumps(value_payload(event, "fulfillment", 1234)).encode()
+
+
+_texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
+_longs = st.integers(min_value=0, max_value=2**53)
+
+
+@settings(max_examples=300)
+@given(
+    prefix=_texts.filter(bool),
+    source=st.builds(
+        SourceInfo,
+        db=_texts,
+        collection=_texts,
+        sec=_longs,
+        ord=st.integers(min_value=0, max_value=2**31),
+        wall_time_ms=st.none() | _longs,
+        snapshot=st.sampled_from(SnapshotMarker),
+        rs=st.none() | _texts,
+        lsid=st.none() | _texts,
+        txn_number=st.none() | _longs,
+    ),
+    before=st.none() | _texts,
+    after=st.none() | _texts,
+    op=st.sampled_from(Op),
+    processed=_longs,
+)
+def test_value_bytes_equal_the_dictionary_rendering_for_any_source(
+    prefix: str, source: SourceInfo, before: str | None, after: str | None, op: Op, processed: int
+) -> None:
+    from mongocdc.events.envelope import _dumps, value_payload
+
+    event = ChangeEvent(op, "1", source, after=after, before=before)
+    assert EnvelopeCodec(prefix).value(event, processed) == _dumps(value_payload(event, prefix, processed)).encode()
