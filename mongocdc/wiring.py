@@ -304,6 +304,7 @@ def connector_task(
 ) -> ConnectorTask:
     """The task of one source partition (a replica set, or the cluster through mongos)."""
     from mongocdc.engine.connector import ConnectorTask, TaskOptions
+    from mongocdc.engine.streaming import StreamOptions
     from mongocdc.sources.mongo.scan import CollectionScanner, captured_collections
 
     source = change_source(settings, client, rs, primary_watch)
@@ -331,21 +332,25 @@ def connector_task(
         store=store,
         codec=envelope,
         options=TaskOptions(
-            connector=settings.name,
-            partition=partition,
+            StreamOptions(
+                connector=settings.name,
+                partition=partition,
+                flush_interval_s=settings.offset_flush_interval_ms / 1000,
+                tombstones_on_delete=settings.tombstones_on_delete,
+                skipped_operations=frozenset(settings.skipped_operations),
+                oversize_mode=settings.cursor_oversize_handling_mode,
+                oversize_threshold=settings.cursor_oversize_skip_threshold,
+                heartbeat_interval_s=settings.heartbeat_interval_ms / 1000,
+                heartbeat_topic=f"{settings.topic_heartbeat_prefix}.{settings.topic_prefix}",
+                transaction_topic=(
+                    f"{settings.topic_prefix}.{settings.topic_transaction}"
+                    if settings.provide_transaction_metadata
+                    else ""
+                ),
+            ),
             rs=rs,
             snapshot_mode=settings.snapshot_mode,
             snapshot_max_threads=settings.snapshot_max_threads,
-            flush_interval_s=settings.offset_flush_interval_ms / 1000,
-            tombstones_on_delete=settings.tombstones_on_delete,
-            skipped_operations=frozenset(settings.skipped_operations),
-            oversize_mode=settings.cursor_oversize_handling_mode,
-            oversize_threshold=settings.cursor_oversize_skip_threshold,
-            heartbeat_interval_s=settings.heartbeat_interval_ms / 1000,
-            heartbeat_topic=f"{settings.topic_heartbeat_prefix}.{settings.topic_prefix}",
-            transaction_topic=(
-                f"{settings.topic_prefix}.{settings.topic_transaction}" if settings.provide_transaction_metadata else ""
-            ),
         ),
         stop=stop,
         transform=transforms.apply_document if transforms else None,

@@ -63,19 +63,19 @@ def plan(mode: str, offset: Mapping[str, Any] | None, *, snapshot_only: bool = F
 
 @dataclass(frozen=True, slots=True)
 class TaskOptions:
-    connector: str
-    partition: str
+    stream: StreamOptions
+    """What streaming needs (and the connector, partition and commit interval the snapshot shares)."""
     rs: str | None = None
     snapshot_mode: str = "initial"
     snapshot_max_threads: int = 1
-    flush_interval_s: float = 60.0
-    tombstones_on_delete: bool = True
-    skipped_operations: frozenset[str] = frozenset()
-    oversize_mode: str = "fail"
-    oversize_threshold: int = 0
-    heartbeat_interval_s: float = 0.0
-    heartbeat_topic: str = ""
-    transaction_topic: str = ""
+
+    @property
+    def connector(self) -> str:
+        return self.stream.connector
+
+    @property
+    def partition(self) -> str:
+        return self.stream.partition
 
 
 @dataclass(slots=True)
@@ -156,18 +156,7 @@ class ConnectorTask:
             self.sink,
             self.store,
             self.codec,
-            StreamOptions(
-                connector=self.options.connector,
-                partition=self.options.partition,
-                flush_interval_s=self.options.flush_interval_s,
-                tombstones_on_delete=self.options.tombstones_on_delete,
-                skipped_operations=self.options.skipped_operations,
-                oversize_mode=self.options.oversize_mode,
-                oversize_threshold=self.options.oversize_threshold,
-                heartbeat_interval_s=self.options.heartbeat_interval_s,
-                heartbeat_topic=self.options.heartbeat_topic,
-                transaction_topic=self.options.transaction_topic,
-            ),
+            self.options.stream,
             stop=self.stop,
             on_status=self.on_status,
             metrics=self.metrics,
@@ -186,7 +175,7 @@ class ConnectorTask:
                 partition=self.options.partition,
                 rs=self.options.rs,
                 max_threads=self.options.snapshot_max_threads,
-                flush_interval_s=self.options.flush_interval_s,
+                flush_interval_s=self.options.stream.flush_interval_s,
             ),
             stop=self.stop,
             transform=self.transform,

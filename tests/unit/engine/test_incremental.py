@@ -315,7 +315,9 @@ bson_keys = st.one_of(
     st.datetimes(min_value=dt.datetime(1970, 1, 1), max_value=dt.datetime(9999, 1, 1), timezones=st.just(dt.UTC)).map(
         lambda d: d.replace(microsecond=(d.microsecond // 1000) * 1000)
     ),
-    st.decimals(allow_nan=False, allow_infinity=False, places=2).map(lambda d: Decimal128(str(d))),
+    st.decimals(min_value=-(10**20), max_value=10**20, allow_nan=False, allow_infinity=False, places=2).map(
+        lambda d: Decimal128(str(d))
+    ),
     st.just(MinKey()),
     st.just(MaxKey()),
     st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 9), max_size=2),

@@ -13,6 +13,7 @@ from bson import json_util
 
 from mongocdc.engine.connector import ConnectorTask, Plan, SnapshotKind, TaskOptions, plan
 from mongocdc.engine.snapshot import SnapshotOptions, SnapshotRunner
+from mongocdc.engine.streaming import StreamOptions
 from mongocdc.errors import ResumePositionLostError
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.events.position import Position
@@ -159,7 +160,7 @@ def connector_task(
         sink=sink,
         store=store,
         codec=EnvelopeCodec("app"),
-        options=TaskOptions("c1", "rs0", rs="rs0", snapshot_mode=mode, flush_interval_s=0.0),
+        options=TaskOptions(StreamOptions("c1", "rs0", flush_interval_s=0.0), rs="rs0", snapshot_mode=mode),
         stop=stop,
     )
 
