@@ -137,6 +137,28 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> list[Any]:
         consumer.close()
 
 
+class TopicSize:
+    """The record count of a one-partition topic, read cheaply from its high watermark with one consumer,
+    so a test can act within milliseconds of a topic reaching a size (e.g. kill -9 mid-snapshot)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"test-{uuid.uuid4()}"})
+
+    def __enter__(self) -> TopicSize:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.consumer.close()
+
+    def __call__(self) -> int:
+        try:
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=5)
+        except KafkaException:
+            return 0  # the topic does not exist yet or its leader is being elected
+        return int(high)
+
+
 def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout: float) -> int:
     """The partition's end offset, waiting out a new topic's leader election (NOT_LEADER_FOR_PARTITION)."""
     deadline = time.monotonic() + timeout

@@ -15,7 +15,7 @@ import pytest
 from bson import Decimal128, Int64, ObjectId, json_util
 from pymongo import MongoClient
 
-from tests.integration.helpers import CliProcess, decode, read_topic, run_cli, wait_until
+from tests.integration.helpers import CliProcess, TopicSize, decode, read_topic, run_cli, wait_until
 from tests.integration.test_stream_e2e import write_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
@@ -120,12 +120,14 @@ def test_kill_9_during_snapshot_then_restart_loses_nothing(
 ) -> None:
     db, prefix = names()
     client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
-    client[db].big.insert_many([{"_id": i, "pad": "y" * 200} for i in range(3000)])
+    total = 20_000  # large enough that the kill lands long before the snapshot's end
+    client[db].big.insert_many([{"_id": i, "pad": "y" * 200} for i in range(total)])
     config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db, prefix, snapshot_fetch_size=50)
     topic = f"{prefix}.{db}.big"
     stream = CliProcess("--config", str(config), "stream")
     try:
-        wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) >= 200, "part of the snapshot in Kafka")
+        with TopicSize(kafka_bootstrap, topic) as size:
+            wait_until(lambda: size() >= 200, "part of the snapshot in Kafka", interval=0.01)
     finally:
         stream.proc.send_signal(signal.SIGKILL)
         stream.proc.wait(timeout=30)
@@ -141,7 +143,7 @@ def test_kill_9_during_snapshot_then_restart_loses_nothing(
         assert stream.stop() == 0, stream.stderr
     assert "continuing the interrupted snapshot" in stream.stderr
     ids = [decode(m)[0]["id"] for m in read_topic(kafka_bootstrap, topic)]
-    assert len(ids) < 2 * 3001  # resumed from its progress, not started over
+    assert len(ids) < 2 * (total + 1)  # resumed from its progress, not started over
     client.close()
 
 
