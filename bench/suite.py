@@ -27,6 +27,8 @@ import pymongo
 from confluent_kafka import Producer
 
 from bench import baseline, connector
+from bench import replication as replication_bench
+from bench import spark as spark_bench
 from bench.common import Timing, baseline_producer_config, create_topics, median, summarise
 from bench.workload import DOCUMENT_BYTES, load
 
@@ -37,6 +39,8 @@ TARGET_RATIO = 0.8
 MEMORY_TARGET_MB = 50.0
 MEMORY_TARGET_SIZES = (10_000, 1_000_000)
 ALL = ("snapshot", "stream", "memory")
+OPTIONAL = ("spark", "replication")  # only with --only: bench/spark.py (a Spark JVM of its own, about 2 minutes),
+# bench/replication.py (two Kafka brokers of its own, no MongoDB, about 1 minute)
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,6 +440,10 @@ def render_table(report: dict[str, Any]) -> str:
             f"{f'{label} ({n:,} x 1 KB, {unit})':<34}{_fmt_rate(r['mongocdc']):>14}{_fmt_rate(r['baseline']):>14}"
             f"{r['ratio']:>8.2f}{'>= ' + str(r['target_ratio']):>9}  {'met' if r['target_met'] else 'NOT met'}"
         )
+    if "spark" in report["results"]:
+        lines += spark_bench.render(report["results"]["spark"])
+    if "replication" in report["results"]:
+        lines += replication_bench.render(report["results"]["replication"])
     mem = report["results"].get("memory")
     if mem is not None:
         lo, hi = mem["sizes"][0], mem["sizes"][-1]
@@ -512,7 +520,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="measured runs of each side (3)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the uncounted warm-up rounds")
     parser.add_argument("--broker-warmup", type=int, default=50_000, help="records produced to warm the broker (50000)")
-    parser.add_argument("--only", default=",".join(ALL), help=f"benchmarks to run, comma-separated ({','.join(ALL)})")
+    parser.add_argument(
+        "--only", default=",".join(ALL), help=f"benchmarks to run, comma-separated ({','.join(ALL + OPTIONAL)})"
+    )
     parser.add_argument("--partitions", type=int, default=3, help="partitions per topic (3)")
     parser.add_argument(
         "--mongo-server", default=None, help="MongoDB test server (default: secantus-rs if built, else secantus)"
@@ -524,11 +534,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile-dir", type=Path, default=None, help="write .pstats files here")
     parser.add_argument("--output", choices=("table", "json"), default="table")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="-v: progress, -vv: mongocdc's logs too")
+    spark_bench.add_arguments(parser)
+    replication_bench.add_arguments(parser)
     args = parser.parse_args(argv)
     args.only = [x.strip() for x in args.only.split(",") if x.strip()]
-    unknown = set(args.only) - set(ALL)
+    unknown = set(args.only) - set(ALL) - set(OPTIONAL)
     if unknown:
-        parser.error(f"--only: unknown benchmark(s) {', '.join(sorted(unknown))}; choose from {', '.join(ALL)}")
+        choices = ", ".join(ALL + OPTIONAL)
+        parser.error(f"--only: unknown benchmark(s) {', '.join(sorted(unknown))}; choose from {choices}")
     if len(args.memory_sizes) < 2:
         parser.error("--memory-sizes needs at least two sizes")
     return args
@@ -558,10 +571,21 @@ def main(argv: list[str] | None = None) -> int:
         "results": {},
     }
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="mongocdc-bench-") as tmp, services(args) as svc:
+    if "spark" in args.only:  # needs neither MongoDB nor Kafka
+        report["results"]["spark"] = spark_bench.bench_spark(args)
+        args.only = [name for name in args.only if name != "spark"]
+    if "replication" in args.only:  # two brokers of its own, no MongoDB
+        report["results"]["replication"] = replication_bench.bench_replication(args)
+        args.only = [name for name in args.only if name != "replication"]
+    with contextlib.ExitStack() as stack:
+        if args.only:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="mongocdc-bench-"))
+            svc = stack.enter_context(services(args))
+        else:
+            tmp, svc = "", Services("", "", "not started", "not started")
         report["environment"].update(mongodb=svc.mongo, kafka=svc.kafka)
         workdir = Path(tmp)
-        if args.warmup:
+        if args.warmup and args.only:
             warm_up_broker(svc.bootstrap, args.broker_warmup, args.partitions)
         if "snapshot" in args.only:
             report["results"]["snapshot"] = bench_snapshot(svc, args, workdir)
@@ -569,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
             report["results"]["stream"] = bench_stream(svc, args, workdir)
         if "memory" in args.only:
             report["results"]["memory"] = bench_memory(svc, args, workdir)
-        if args.profile:
+        if args.profile and args.only:
             report["profiles"] = profile_runs(svc, args, workdir)
     report["seconds"] = round(time.monotonic() - started, 1)
     if args.output == "json":

@@ -17,12 +17,12 @@ _mongocdc() {
         "config validate") COMPREPLY=($(compgen -W "--connection-string --topic-prefix --bootstrap-servers --offsets --name --help" -- "$cur")) ;;
         "discover") COMPREPLY=($(compgen -W "--output -o --connection-string --help" -- "$cur")) ;;
         "failover") COMPREPLY=($(compgen -W "translate --help" -- "$cur")) ;;
-        "failover translate") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+        "failover translate") COMPREPLY=($(compgen -W "--group -g --source --target --topics --apply --dry-run --output -o --help" -- "$cur")) ;;
         "offsets") COMPREPLY=($(compgen -W "reset set show --help" -- "$cur")) ;;
         "offsets reset") COMPREPLY=($(compgen -W "--partition -p --to-timestamp --yes -y --output -o --offsets --name --bootstrap-servers --help" -- "$cur")) ;;
         "offsets set") COMPREPLY=($(compgen -W "--resume-token --partition -p --yes -y --output -o --offsets --name --bootstrap-servers --help" -- "$cur")) ;;
         "offsets show") COMPREPLY=($(compgen -W "--output -o --offsets --name --bootstrap-servers --all --help" -- "$cur")) ;;
-        "replicate") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+        "replicate") COMPREPLY=($(compgen -W "--source --target --topics --groups --rename-format --name --status-interval --output -o --help" -- "$cur")) ;;
         "signal") COMPREPLY=($(compgen -W "send --help" -- "$cur")) ;;
         "signal send") COMPREPLY=($(compgen -W "execute-snapshot log pause-snapshot resume-snapshot stop-snapshot --help" -- "$cur")) ;;
         "signal send execute-snapshot") COMPREPLY=($(compgen -W "--collections --filter --snapshot-type --id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
@@ -32,8 +32,8 @@ _mongocdc() {
         "signal send stop-snapshot") COMPREPLY=($(compgen -W "--collections --id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
         "snapshot") COMPREPLY=($(compgen -W "--output -o --incremental --collections --filter --channel --wait --timeout --connection-string --topic-prefix --bootstrap-servers --offsets --name --metrics-port --help" -- "$cur")) ;;
         "spark") COMPREPLY=($(compgen -W "run status --help" -- "$cur")) ;;
-        "spark run") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
-        "spark status") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+        "spark run") COMPREPLY=($(compgen -W "--warehouse --topics --topic-pattern --checkpoint --once --trigger-interval --format --changelog --columns --schema-file --starting-offsets --max-offsets-per-trigger --kafka-option --master --conf --packages --jars --submit --dry-run --query-name --output -o --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
+        "spark status") COMPREPLY=($(compgen -W "--checkpoint --warehouse --output -o --help" -- "$cur")) ;;
         "stream") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --offsets --name --metrics-port --help" -- "$cur")) ;;
         "topic") COMPREPLY=($(compgen -W "dump --help" -- "$cur")) ;;
         "topic dump") COMPREPLY=($(compgen -W "--output -o --offset --timestamp --max-messages -n --timeout --follow -f --bootstrap-servers --help" -- "$cur")) ;;

@@ -83,3 +83,28 @@ class OversizedEventError(DeliveryError):
     """An event is larger than Kafka accepts; the fix is a size limit in the configuration."""
 
     exit_code = ExitCode.CONFIG
+
+
+class GroupActiveError(UsageError):
+    """``failover translate --apply`` while the consumer group has active members on the target cluster.
+
+    Exit 2: Kafka does not move the offsets of a group under running members; stop them and run it again.
+    """
+
+
+class SparkEnvironmentError(MongocdcError):
+    """Something the Spark job needs on this machine is missing: pyspark, or Java 17+ (exit 3, nothing ran)."""
+
+    exit_code = ExitCode.CONFIG
+
+
+class SparkPackageError(MongocdcError):
+    """The Spark packages (Kafka source, Delta Lake) could not be resolved from Maven (exit 4)."""
+
+    exit_code = ExitCode.UNREACHABLE
+
+
+class SparkJobError(MongocdcError):
+    """The Spark streaming query failed (exit 1); the message carries Spark's own reason."""
+
+    exit_code = ExitCode.UNEXPECTED

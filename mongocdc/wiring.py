@@ -429,3 +429,69 @@ def incremental_snapshotter(settings: Settings, client: Any, task: ConnectorTask
         notify=notify,
         blocking_snapshot=blocking,
     )
+
+
+# --- replication and failover -------------------------------------------------------------
+
+
+def replication_cluster(settings: Settings, role: str) -> Any:
+    """The ``source`` (``src.kafka.*``) or ``target`` (``dest.kafka.*``) cluster of ``replicate``/``failover``."""
+    from mongocdc.replication.clients import Cluster
+
+    if role == "source":
+        settings.require("src.kafka.bootstrap.servers")
+        return Cluster(settings.src_kafka_client, role="source", prefix="src.kafka.", timeout_s=_timeout(settings))
+    settings.require("dest.kafka.bootstrap.servers")
+    return Cluster(settings.dest_kafka_client, role="target", prefix="dest.kafka.", timeout_s=_timeout(settings))
+
+
+def _timeout(settings: Settings) -> float:
+    return settings.connect_timeout_ms / 1000
+
+
+def replicator(settings: Settings) -> Any:
+    """A ``Replicator`` from ``settings`` (not started: ``run`` connects, with the ``connect.*`` retries)."""
+    from mongocdc.replication.mirror import Replicator, ReplicatorOptions
+
+    settings.require("src.kafka.bootstrap.servers", "dest.kafka.bootstrap.servers")
+    options = ReplicatorOptions(
+        name=settings.name,
+        group_id=settings.src_consumer_group_id or settings.name,
+        topics=settings.topics,
+        topics_exclude=settings.topics_exclude,
+        groups=settings.groups,
+        groups_exclude=settings.groups_exclude,
+        rename_format=settings.topic_rename_format,
+        provenance=settings.provenance_header_enable,
+        syncs_topic=settings.offset_syncs_topic,
+        checkpoints_topic=settings.checkpoints_topic,
+        source_alias=settings.source_cluster_alias,
+        target_alias=settings.target_cluster_alias,
+        flush_interval_s=settings.replication_flush_interval_ms / 1000,
+        checkpoint_interval_s=float(settings.emit_checkpoints_interval_seconds),
+        refresh_interval_s=float(settings.refresh_topics_interval_seconds),
+        replication_factor=settings.replication_factor,
+        batch_size=settings.max_batch_size,
+        poll_timeout_s=min(settings.poll_interval_ms, 1000) / 1000,
+        backoff=backoff(settings),
+    )
+    return Replicator(replication_cluster(settings, "source"), replication_cluster(settings, "target"), options)
+
+
+def failover_translator(settings: Settings) -> Any:
+    """A ``Translator`` for ``failover translate``: the target is required, the source may be absent or down."""
+    from mongocdc.replication.failover import TranslateOptions, Translator
+
+    options = TranslateOptions(
+        syncs_topic=settings.offset_syncs_topic,
+        checkpoints_topic=settings.checkpoints_topic,
+        rename_format=settings.topic_rename_format,
+        source_alias=settings.source_cluster_alias,
+        topics=settings.topics,
+        topics_exclude=settings.topics_exclude,
+        source_timeout_s=_timeout(settings),
+        backoff=backoff(settings),
+    )
+    target = replication_cluster(settings, "target")
+    source = replication_cluster(settings, "source") if settings.src_kafka_bootstrap_servers else None
+    return Translator(source, target, options)

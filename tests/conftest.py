@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,6 +51,24 @@ def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     with start_default_server(data_dir=tmp_path_factory.mktemp("mongo")) as server:
         yield server.uri
+
+
+@pytest.fixture(scope="session")
+def spark_ivy_dir() -> Path:
+    """Ivy directory holding the Spark job's Maven packages (filled by scripts/bootstrap)."""
+    from tests.spark_support import ivy_dir
+
+    return ivy_dir()
+
+
+@pytest.fixture(scope="session")
+def spark(spark_ivy_dir: Path) -> Iterator[Any]:
+    """The one local[2] SparkSession every Spark test shares (Kafka source and Delta Lake loaded, UI off)."""
+    from tests.spark_support import start_session
+
+    session = start_session(spark_ivy_dir)
+    yield session
+    session.stop()
 
 
 @pytest.fixture(autouse=True)

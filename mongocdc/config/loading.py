@@ -18,10 +18,12 @@ import yaml
 
 from mongocdc.config.properties import ENV_PREFIX, env_var_for
 from mongocdc.config.settings import (
+    CLIENT_PREFIXES,
     FILTER_OVERRIDE_PREFIX,
     KAFKA_PREFIX,
     PROPERTIES,
     Settings,
+    client_prefix,
     config_error,
     consistency_problems,
     describe_invalid,
@@ -53,7 +55,8 @@ Any new variable the CLI or the test tooling reads goes here, or ``load_settings
 
 TEST_ENV_PREFIX: Final = "MONGOCDC_TEST_"
 
-_KAFKA_ENV_PREFIX: Final = ENV_PREFIX + "KAFKA_"
+_CLIENT_ENV_PREFIXES: Final = tuple((env_var_for(prefix.rstrip(".")) + "_", prefix) for prefix in CLIENT_PREFIXES)
+"""``MONGOCDC_KAFKA_`` → ``kafka.``, ``MONGOCDC_SRC_KAFKA_`` → ``src.kafka.``, and so on."""
 _FILTER_LIST: Final = FILTER_OVERRIDE_PREFIX.rstrip(".")
 _FILTER_ENV_PREFIX: Final = env_var_for(_FILTER_LIST) + "_"
 _COMMAND_LINE: Final = "the command line"
@@ -122,7 +125,7 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
         except InvalidValueError as exc:
             problems.append(describe_invalid(name, raw.value, str(exc), raw.origin, secret=prop.secret))
 
-    kafka_client: dict[str, str] = {}
+    clients: dict[str, dict[str, str]] = {attr: {} for attr in CLIENT_PREFIXES.values()}
     filters: dict[str, str] = {}
     for name, raw in merged.items():
         if name in PROPERTIES:
@@ -138,7 +141,8 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
         if text is None:
             problems.append(describe_invalid(name, raw.value, "expected a string, number or boolean", raw.origin))
         else:
-            kafka_client[name[len(KAFKA_PREFIX) :]] = text
+            prefix = client_prefix(name) or KAFKA_PREFIX
+            clients[CLIENT_PREFIXES[prefix]][name[len(prefix) :]] = text
 
     problems += consistency_problems(values)
     listed = values.get(_FILTER_LIST)
@@ -148,7 +152,8 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
     if problems:
         raise config_error(problems)
     attributes: dict[str, Any] = {PROPERTIES[name].attr: value for name, value in values.items()}
-    return Settings(**attributes, kafka_client=kafka_client, snapshot_filter_overrides=filters)
+    attributes.update(clients)
+    return Settings(**attributes, snapshot_filter_overrides=filters)
 
 
 def parse_offsets_spec(spec: str) -> dict[str, str]:
@@ -172,11 +177,7 @@ def parse_offsets_spec(spec: str) -> dict[str, str]:
 
 def is_known_property(name: str) -> bool:
     """A registered property, a ``kafka.*`` key passed through to librdkafka, or a snapshot filter key."""
-    return (
-        name in PROPERTIES
-        or (name.startswith(KAFKA_PREFIX) and len(name) > len(KAFKA_PREFIX))
-        or is_filter_override_key(name)
-    )
+    return name in PROPERTIES or client_prefix(name) is not None or is_filter_override_key(name)
 
 
 # --- sources ------------------------------------------------------------------
@@ -215,13 +216,16 @@ def _env_layer(env: Mapping[str, str], problems: list[str]) -> tuple[dict[str, _
         if name is None and var.startswith(_FILTER_ENV_PREFIX) and len(var) > len(_FILTER_ENV_PREFIX):
             filter_vars.append(var)
             continue
-        if name is None and var.startswith(_KAFKA_ENV_PREFIX) and len(var) > len(_KAFKA_ENV_PREFIX):
-            name = KAFKA_PREFIX + var[len(_KAFKA_ENV_PREFIX) :].lower().replace("_", ".")
+        if name is None:
+            for env_prefix, prefix in _CLIENT_ENV_PREFIXES:
+                if var.startswith(env_prefix) and len(var) > len(env_prefix):
+                    name = prefix + var[len(env_prefix) :].lower().replace("_", ".")
+                    break
         if name is None:
             known = [*ENV_VARS, *sorted(NON_SETTING_ENV_VARS)]
             problems.append(
                 f"environment variable {var} is not a mongocdc setting{did_you_mean(var, known)}"
-                " (MONGOCDC_KAFKA_* variables go to librdkafka)"
+                " (MONGOCDC_KAFKA_*, MONGOCDC_SRC_KAFKA_* and MONGOCDC_DEST_KAFKA_* variables go to librdkafka)"
             )
             continue
         layer[name] = _Raw(env[var], f"environment variable {var}")

@@ -220,3 +220,23 @@ REPLICATION_FACTOR_ACCEPTED: Final = "-1 (the broker's default.replication.facto
 def check_replication_factor(value: int) -> None:
     if value == 0 or value < -1:
         raise InvalidValueError(f"expected {REPLICATION_FACTOR_ACCEPTED}")
+
+
+RENAME_PLACEHOLDER: Final = re.compile(r"\$\{([^}]*)\}")
+RENAME_FIELDS: Final = ("topic", "source")
+"""The placeholders of ``topic.rename.format``: ``${topic}`` (required) and ``${source}``."""
+
+
+def check_rename_format(value: str) -> None:
+    """``topic.rename.format``: ``${topic}`` once or more, no other placeholder than ``${source}``."""
+    unknown = sorted({name for name in RENAME_PLACEHOLDER.findall(value) if name not in RENAME_FIELDS})
+    if unknown:
+        raise InvalidValueError(
+            f"unknown placeholder {', '.join('${' + name + '}' for name in unknown)}; only ${{topic}} and "
+            "${source} are replaced (for example ${topic}.replica)"
+        )
+    if "${topic}" not in value:
+        raise InvalidValueError("must contain ${topic}, or every source topic would map to one name")
+    rest = RENAME_PLACEHOLDER.sub("x", value)
+    if not _TOPIC_NAME_PATTERN.fullmatch(rest):
+        raise InvalidValueError("outside the placeholders only letters, digits, '_', '-' and '.' are allowed")

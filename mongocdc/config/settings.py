@@ -33,6 +33,7 @@ from mongocdc.config.properties import (
     SnapshotMode,
     check_bootstrap_servers,
     check_connection_string,
+    check_rename_format,
     check_replication_factor,
     check_topic_name,
     check_topic_prefix,
@@ -61,6 +62,26 @@ SYSTEM_DATABASES: Final = frozenset({"admin", "config", "local"})
 
 KAFKA_PREFIX: Final = "kafka."
 """Properties under this prefix go to librdkafka without it (``kafka.security.protocol`` → ``security.protocol``)."""
+
+SRC_KAFKA_PREFIX: Final = "src.kafka."
+DEST_KAFKA_PREFIX: Final = "dest.kafka."
+"""``src.kafka.*`` / ``dest.kafka.*``: librdkafka settings of the source / target cluster of ``replicate``."""
+
+CLIENT_PREFIXES: Final = {
+    KAFKA_PREFIX: "kafka_client",
+    SRC_KAFKA_PREFIX: "src_kafka_client",
+    DEST_KAFKA_PREFIX: "dest_kafka_client",
+}
+"""Pass-through prefix → the ``Settings`` mapping its keys go to (without the prefix)."""
+
+
+def client_prefix(name: str) -> str | None:
+    """The pass-through prefix ``name`` starts with (and has a key after), or ``None``."""
+    for prefix in CLIENT_PREFIXES:
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return prefix
+    return None
+
 
 FILTER_OVERRIDE_PREFIX: Final = "snapshot.collection.filter.overrides."
 """``snapshot.collection.filter.overrides.<database>.<collection>``: the snapshot query of one listed collection."""
@@ -542,6 +563,136 @@ class Settings:
         validator=check_topic_name,
     )
 
+    # --- replication and failover (`mongocdc replicate`, `mongocdc failover translate`) ---
+    src_kafka_bootstrap_servers: str | None = setting(
+        "src.kafka.bootstrap.servers",
+        _STRING,
+        None,
+        "Comma-separated `host:port` list of the source cluster of `replicate` and `failover translate`. Every "
+        "other `src.kafka.*` property goes to that cluster's librdkafka clients without the prefix "
+        "(`src.kafka.security.protocol`, `src.kafka.sasl.username`, …).",
+        validator=check_bootstrap_servers,
+        flag="--source",
+    )
+    dest_kafka_bootstrap_servers: str | None = setting(
+        "dest.kafka.bootstrap.servers",
+        _STRING,
+        None,
+        "Comma-separated `host:port` list of the target cluster of `replicate` and `failover translate`; every "
+        "other `dest.kafka.*` property goes to its librdkafka clients without the prefix.",
+        validator=check_bootstrap_servers,
+        flag="--target",
+    )
+    topics: tuple[str, ...] = setting(
+        "topics",
+        _REGEX_LIST,
+        (".*",),
+        "Comma-separated regular expressions matched against whole source topic names; matching topics are "
+        "replicated (new ones are picked up every `refresh.topics.interval.seconds`).",
+        flag="--topics",
+    )
+    topics_exclude: tuple[str, ...] = setting(
+        "topics.exclude",
+        _REGEX_LIST,
+        (r".*[\-\.]internal", r".*\.replica", "__.*"),
+        "Comma-separated regular expressions matched against whole source topic names; matching topics are never "
+        "replicated, even when `topics` selects them (internal topics, earlier replicas).",
+    )
+    topic_rename_format: str = setting(
+        "topic.rename.format",
+        _STRING,
+        "${topic}",
+        "Name of a target topic: `${topic}` is the source topic, `${source}` the source cluster's alias (its "
+        "cluster id unless `source.cluster.alias` is set); for example `${topic}.replica`.",
+        validator=check_rename_format,
+        flag="--rename-format",
+    )
+    groups: tuple[str, ...] = setting(
+        "groups",
+        _REGEX_LIST,
+        (".*",),
+        "Comma-separated regular expressions matched against whole consumer group ids on the source cluster; "
+        "`replicate` writes checkpoints of the committed offsets of matching groups.",
+        flag="--groups",
+    )
+    groups_exclude: tuple[str, ...] = setting(
+        "groups.exclude",
+        _REGEX_LIST,
+        ("console-consumer-.*", "connect-.*", "__.*"),
+        "Comma-separated regular expressions matched against whole consumer group ids; matching groups get no "
+        "checkpoints (the replicator's own group never does).",
+    )
+    src_consumer_group_id: str | None = setting(
+        "src.consumer.group.id",
+        _STRING,
+        None,
+        "Consumer group under which `replicate` commits its position on the source cluster, once the target "
+        "acknowledged the copies; unset: the value of `name`.",
+    )
+    source_cluster_alias: str | None = setting(
+        "source.cluster.alias",
+        _STRING,
+        None,
+        "Name of the source cluster in provenance headers, offset syncs and checkpoints; unset: its cluster id "
+        "(from the brokers). Replicators in both directions must agree on each cluster's name.",
+    )
+    target_cluster_alias: str | None = setting(
+        "target.cluster.alias",
+        _STRING,
+        None,
+        "Name of the target cluster, matched against provenance headers to stop loops; unset: its cluster id.",
+    )
+    provenance_header_enable: bool = setting(
+        "provenance.header.enable",
+        _BOOL,
+        True,
+        "Add a `mongocdc.provenance` header (origin cluster, topic, partition, offset, copy time) to every copied "
+        "record; records that came from the target topic on the target cluster are never copied back either way.",
+    )
+    offset_syncs_topic: str = setting(
+        "offset.syncs.topic",
+        _STRING,
+        "mongocdc-offset-syncs.internal",
+        "Compacted topic on the target cluster where `replicate` records which source offsets match which "
+        "target offsets.",
+        validator=check_topic_name,
+    )
+    checkpoints_topic: str = setting(
+        "checkpoints.topic",
+        _STRING,
+        "mongocdc-checkpoints.internal",
+        "Compacted topic on the target cluster holding the source consumer groups' committed offsets translated "
+        "to target offsets (read by `failover translate` when the source cluster is gone).",
+        validator=check_topic_name,
+    )
+    emit_checkpoints_interval_seconds: int = setting(
+        "emit.checkpoints.interval.seconds",
+        _POSITIVE,
+        10,
+        "Seconds between reads of the source consumer groups' committed offsets and writes of their checkpoints.",
+    )
+    replication_flush_interval_ms: int = setting(
+        "replication.flush.interval.ms",
+        _POSITIVE,
+        1000,
+        "Milliseconds between flushes of the copies to the target, offset-sync writes and commits of the source "
+        "position (in that order).",
+    )
+    refresh_topics_interval_seconds: int = setting(
+        "refresh.topics.interval.seconds",
+        _POSITIVE,
+        30,
+        "Seconds between checks of the source cluster for new topics or partitions matching `topics`.",
+    )
+    replication_factor: int = setting(
+        "replication.factor",
+        _REPLICATION_FACTOR,
+        -1,
+        "Replication factor of the topics `replicate` creates on the target; -1 uses the broker's "
+        "`default.replication.factor`.",
+        validator=check_replication_factor,
+    )
+
     # --- monitoring ------------------------------------------------------------
     metrics_port: int = setting(
         "metrics.port",
@@ -553,6 +704,10 @@ class Settings:
 
     # --- not properties --------------------------------------------------------
     kafka_client: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    src_kafka_client: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """librdkafka settings of ``replicate``'s source cluster (``src.kafka.*``, bootstrap servers included when set)."""
+    dest_kafka_client: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """librdkafka settings of ``replicate``'s target cluster (``dest.kafka.*``)."""
     snapshot_filter_overrides: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """Snapshot query (extended JSON text) by ``<database>.<collection>``, from the
     ``snapshot.collection.filter.overrides.<database>.<collection>`` properties."""
@@ -562,6 +717,14 @@ class Settings:
         client = {key: str(value) for key, value in self.kafka_client.items()}
         client["bootstrap.servers"] = self.kafka_bootstrap_servers
         object.__setattr__(self, "kafka_client", FrozenMapping(client))
+        for attr, servers in (
+            ("src_kafka_client", self.src_kafka_bootstrap_servers),
+            ("dest_kafka_client", self.dest_kafka_bootstrap_servers),
+        ):
+            side = {key: str(value) for key, value in getattr(self, attr).items()}
+            if servers is not None:
+                side["bootstrap.servers"] = servers
+            object.__setattr__(self, attr, FrozenMapping(side))
         object.__setattr__(self, "snapshot_filter_overrides", FrozenMapping(dict(self.snapshot_filter_overrides)))
         problems = [
             problem
@@ -589,8 +752,10 @@ class Settings:
         prop = PROPERTIES.get(property_name)
         if prop is not None:
             return getattr(self, prop.attr)
-        if property_name.startswith(KAFKA_PREFIX) and len(property_name) > len(KAFKA_PREFIX):
-            return self.kafka_client.get(property_name[len(KAFKA_PREFIX) :])
+        prefix = client_prefix(property_name)
+        if prefix is not None:
+            client: Mapping[str, str] = getattr(self, CLIENT_PREFIXES[prefix])
+            return client.get(property_name[len(prefix) :])
         if is_filter_override_key(property_name):
             return self.snapshot_filter_overrides.get(property_name[len(FILTER_OVERRIDE_PREFIX) :])
         raise ConfigError(f"unknown property {property_name!r}{did_you_mean(property_name, PROPERTIES)}")
@@ -625,10 +790,11 @@ class Settings:
         for name, prop in PROPERTIES.items():
             value = prop.render(getattr(self, prop.attr))
             shown[name] = redact_value(name, value, secret=prop.secret) if redact else value
-        for key, value in self.kafka_client.items():
-            name = KAFKA_PREFIX + key
-            if name not in PROPERTIES:
-                shown[name] = redact_value(name, value) if redact else value
+        for prefix, attr in CLIENT_PREFIXES.items():
+            for key, value in getattr(self, attr).items():
+                name = prefix + key
+                if name not in PROPERTIES:
+                    shown[name] = redact_value(name, value) if redact else value
         for namespace, text in self.snapshot_filter_overrides.items():
             shown[FILTER_OVERRIDE_PREFIX + namespace] = text
         return dict(sorted(shown.items()))
@@ -658,8 +824,9 @@ class Settings:
             if isinstance(value, str):
                 value = redact_value(prop.name, value, secret=prop.secret)
             fields.append(f"{prop.attr}={value!r}")
-        client = {key: redact_value(KAFKA_PREFIX + key, value) for key, value in self.kafka_client.items()}
-        fields.append(f"kafka_client={client!r}")
+        for prefix, attr in CLIENT_PREFIXES.items():
+            client = {key: redact_value(prefix + key, value) for key, value in getattr(self, attr).items()}
+            fields.append(f"{attr}={client!r}")
         fields.append(f"snapshot_filter_overrides={dict(self.snapshot_filter_overrides)!r}")
         return f"Settings({', '.join(fields)})"
 

@@ -25,7 +25,6 @@ log = logging.getLogger("mongocdc.mongo.scan")
 _RAW: CodecOptions[RawBSONDocument] = CodecOptions(document_class=RawBSONDocument)
 
 
-
 class CollectionScanner:
     """Reads one collection in ``_id`` order, ``fetch_size`` documents per chunk."""
 

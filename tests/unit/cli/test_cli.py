@@ -92,20 +92,6 @@ def test_unreachable_mongodb_exits_4_naming_the_host(
     assert "hunter2" not in err
 
 
-def test_replication_commands_not_implemented_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (["replicate"], ["failover", "translate"]):
-        assert run(argv) == ExitCode.UNEXPECTED
-        err = capsys.readouterr().err
-        assert err == f"error: `mongocdc {' '.join(argv)}` is not implemented yet\n"
-
-
-def test_spark_commands_not_implemented_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (["spark", "run"], ["spark", "status"]):
-        assert run(argv) == ExitCode.UNEXPECTED
-        err = capsys.readouterr().err
-        assert err == f"error: `mongocdc {' '.join(argv)}` is not implemented yet\n"
-
-
 def test_unexpected_error_exits_1_without_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,0 +1,739 @@
+"""``Replicator``: the copy loop of ``mongocdc replicate``, its offset syncs and its checkpoints.
+
+Commit order, followed by :meth:`Replicator.commit` every ``replication.flush.interval.ms`` and on a
+graceful stop:
+
+1. poll a batch from the source (the consumer never commits on its own);
+2. produce the copies to the target (idempotent producer, ``acks=all``);
+3. flush: wait for every delivery report (a failed copy stops the loop before anything is committed);
+4. write the offset syncs (points of each partition's ``FrontierTracker``) and wait for their acknowledgement;
+5. commit the source offsets of ``src.consumer.group.id``.
+
+A crash anywhere in between copies records again after the restart (at-least-once), never fewer.
+
+Partitioning: when the target topic has as many partitions as the source topic (always so for the
+topics the replicator creates), a record keeps its partition and the partition's order, and offset
+translation is exact. Otherwise records are partitioned by key (``murmur2_random``, the Java
+client's default partitioner: same key, same partition), order holds per key only, and groups of
+such topics are translated by timestamp.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from mongocdc.errors import ConfigError, DeliveryError, MongocdcError, OversizedEventError
+from mongocdc.replication.clients import Cluster
+from mongocdc.replication.naming import NameFilter, TopicRenamer
+from mongocdc.replication.provenance import HEADER, HopEncoder, hops, origin_on
+from mongocdc.replication.translation import Checkpoint, FrontierTracker, OffsetSync, Point
+from mongocdc.retry import Backoff
+
+log = logging.getLogger("mongocdc.replication")
+
+COPY_PRODUCER_FORCED: dict[str, Any] = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "partitioner": "murmur2_random",
+    "allow.auto.create.topics": False,
+}
+COPY_PRODUCER_DEFAULTS: dict[str, Any] = {"linger.ms": 5, "compression.type": "none"}
+
+
+@dataclass(frozen=True)
+class ReplicatorOptions:
+    """What ``replicate`` does, from the settings (``wiring.replicator`` builds it)."""
+
+    name: str
+    group_id: str
+    topics: tuple[str, ...] = (".*",)
+    topics_exclude: tuple[str, ...] = ()
+    groups: tuple[str, ...] = (".*",)
+    groups_exclude: tuple[str, ...] = ()
+    rename_format: str = "${topic}"
+    provenance: bool = True
+    syncs_topic: str = "mongocdc-offset-syncs.internal"
+    checkpoints_topic: str = "mongocdc-checkpoints.internal"
+    source_alias: str | None = None
+    target_alias: str | None = None
+    flush_interval_s: float = 1.0
+    checkpoint_interval_s: float = 10.0
+    refresh_interval_s: float = 30.0
+    replication_factor: int = -1
+    batch_size: int = 2048
+    poll_timeout_s: float = 0.5
+    backoff: Backoff = field(default_factory=Backoff)
+
+
+@dataclass
+class ReplicationStats:
+    """What the replicator did so far; ``lag`` is the sum over partitions of records not yet copied."""
+
+    copied: int = 0
+    skipped_loops: int = 0
+    bytes: int = 0
+    commits: int = 0
+    syncs: int = 0
+    checkpoints: int = 0
+    topics: int = 0
+    partitions: int = 0
+    lag: int | None = None
+    records_per_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Partition:
+    """The state of one source partition: where it goes, what is in flight, its frontier."""
+
+    __slots__ = (
+        "acks",
+        "committed",
+        "early",
+        "encoder",
+        "events",
+        "keep",
+        "last_sync",
+        "next_offset",
+        "partition",
+        "seq",
+        "skips",
+        "target_partition",
+        "target_topic",
+        "topic",
+        "tracker",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        target_topic: str,
+        keep: bool,
+        tracker: FrontierTracker | None,
+        encoder: HopEncoder,
+        start: int,
+        seq: int,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.target_topic = target_topic
+        self.keep = keep
+        self.target_partition = partition if keep else -1
+        self.tracker = tracker
+        self.encoder = encoder
+        self.events: list[Any] = []  # source offsets copied (int), or (offset, counterpart | None) for loop skips
+        self.acks: list[int] = []  # target offsets acknowledged, in produce order
+        self.skips = 0
+        self.next_offset = start
+        self.committed = start
+        self.early: dict[int, list[int]] = {}
+        self.seq = seq
+        self.last_sync: Point | None = tracker.point if tracker is not None else None
+
+
+class Replicator:
+    """Copies the selected topics from ``source`` to ``target`` until stopped (see the module docstring)."""
+
+    def __init__(self, source: Cluster, target: Cluster, options: ReplicatorOptions) -> None:
+        self.source = source
+        self.target = target
+        self.options = options
+        self.stats = ReplicationStats()
+        self.source_id = ""
+        self.target_id = ""
+        self._parts: dict[tuple[str, int], _Partition] = {}
+        self._by_target: dict[tuple[str, int], _Partition] = {}
+        self._acks: dict[tuple[str, int], list[int]] = {}  # the ``acks`` list of each kept target partition
+        self._topic_counts: dict[str, int] = {}
+        self._syncs: dict[tuple[str, int], OffsetSync] = {}
+        self._points: dict[tuple[str, int], list[Point]] = {}
+        self._checkpointed: dict[tuple[str, str, int], tuple[int, int]] = {}
+        self._failure: MongocdcError | None = None
+        self._lock = threading.Lock()
+        self._consumer: Any = None
+        self._producer: Any = None
+        self._topics = NameFilter(
+            options.topics,
+            options.topics_exclude,
+            always_excluded=(options.syncs_topic, options.checkpoints_topic),
+        )
+        self._groups = NameFilter(options.groups, options.groups_exclude, always_excluded=(options.group_id,))
+        self._renamer: TopicRenamer | None = None
+        self._rate_mark = (time.monotonic(), 0)
+
+    # --- start ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Reach both clusters, name them, create the internal topics, restore the syncs and assign partitions."""
+        self.source.connect(self.options.backoff)
+        self.target.connect(self.options.backoff)
+        self.source_id = self.source.identity(self.options.source_alias)
+        self.target_id = self.target.identity(self.options.target_alias)
+        self._renamer = TopicRenamer(self.options.rename_format, self.source_id)
+        if self.source_id == self.target_id and self._renamer.is_identity:
+            raise ConfigError(
+                f"the source and the target are the same cluster ({self.source_id}) and topic.rename.format is "
+                "${topic}: every record would be copied onto itself",
+                hint="point --target at another cluster, or rename the copies (topic.rename.format: ${topic}.replica)",
+            )
+        log.info(
+            "replicating %s (%s) → %s (%s)",
+            self.source.bootstrap,
+            self.source_id,
+            self.target.bootstrap,
+            self.target_id,
+        )
+        self.target.ensure_compacted(self.options.syncs_topic, self.options.replication_factor)
+        self.target.ensure_compacted(self.options.checkpoints_topic, self.options.replication_factor)
+        self._load_syncs()
+        self._producer = self.target.producer(
+            {**COPY_PRODUCER_FORCED, "on_delivery": self._delivered}, **COPY_PRODUCER_DEFAULTS
+        )
+        self._consumer = self.source.consumer(self.options.group_id)
+        self.refresh()
+
+    def _load_syncs(self) -> None:
+        for msg in self.target.read_all(self.options.syncs_topic):
+            sync = OffsetSync.parse(msg.key(), msg.value())
+            if sync is None or sync.source != self.source_id:
+                continue
+            key = (sync.topic, sync.partition)
+            self._points.setdefault(key, []).append(sync.point)
+            latest = self._syncs.get(key)
+            if latest is None or sync.seq >= latest.seq:
+                self._syncs[key] = sync
+
+    def refresh(self) -> None:
+        """Pick up new topics and partitions matching ``topics``; create their target topics when absent."""
+        assert self._renamer is not None
+        source_topics = self.source.topics()
+        selected = self._topics.select(source_topics)
+        target_topics: dict[str, int] | None = None
+        assignments: list[TopicPartition] = []
+        for topic in selected:
+            count = source_topics[topic]
+            known = self._topic_counts.get(topic, 0)
+            if count <= known:
+                continue
+            if target_topics is None:
+                target_topics = self.target.topics()
+            target_topic = self._renamer(topic)
+            keep = self._target_topic_for(topic, target_topic, count, known, target_topics)
+            for partition in range(known, count):
+                part = self._init_partition(topic, partition, target_topic, keep)
+                assignments.append(TopicPartition(topic, partition, part.next_offset))
+            self._topic_counts[topic] = count
+        if assignments:
+            self._consumer.incremental_assign(assignments)
+            log.info("replicating %d more partitions: %s", len(assignments), _describe(assignments))
+        self.stats.topics = len(self._topic_counts)
+        self.stats.partitions = len(self._parts)
+
+    def _target_topic_for(
+        self, topic: str, target_topic: str, count: int, known: int, target_topics: dict[str, int]
+    ) -> bool:
+        """Create or grow the target topic; whether partitions are kept (same count) or chosen by key."""
+        target_count = target_topics.get(target_topic)
+        if target_count is None:
+            configs = self.source.topic_configs(topic)
+            self.target.create_topic(target_topic, count, configs, self.options.replication_factor)
+            log.info("created %s on the target (%d partitions, configs %s)", target_topic, count, configs or "default")
+            return True
+        if known and target_count == known:
+            kept = any(part.keep for (t, _), part in self._parts.items() if t == topic)
+            if kept:  # the source topic grew: grow the copy so partitions stay aligned
+                self.target.add_partitions(target_topic, count)
+                return True
+        if target_count == count:
+            return True
+        log.warning(
+            "%s has %d partitions on the source but %s has %d on the target: records are partitioned by key there, "
+            "and consumer groups of this topic are translated by timestamp",
+            topic,
+            count,
+            target_topic,
+            target_count,
+        )
+        return False
+
+    def _init_partition(self, topic: str, partition: int, target_topic: str, keep: bool) -> _Partition:
+        low, _ = self.source.watermarks(topic, partition)
+        committed = self._consumer.committed([TopicPartition(topic, partition)], timeout=self.source.timeout_s)[0]
+        start = committed.offset if committed.offset >= 0 else low
+        if start < low:
+            log.warning("%s[%d]: records %d to %d were deleted before they were copied", topic, partition, start, low)
+            start = low
+        encoder = HopEncoder(self.source_id, topic, partition)
+        tracker: FrontierTracker | None = None
+        seq = 0
+        early: dict[int, list[int]] = {}
+        if keep:
+            target_low, target_high = self.target.watermarks(target_topic, partition)
+            sync = self._syncs.get((topic, partition))
+            older = self._points.get((topic, partition), [])
+            if sync is not None and (sync.target_topic, sync.target_partition) == (target_topic, partition):
+                tracker = FrontierTracker(sync.upstream, sync.downstream, pending=sync.pending, older=older)
+                seq = sync.seq
+            else:
+                tracker = FrontierTracker(start, target_low)
+                if committed.offset >= 0 and target_high > target_low:
+                    log.warning(
+                        "%s[%d]: no offset sync on the target; translation of this partition starts at offset %d",
+                        topic,
+                        partition,
+                        start,
+                    )
+            if target_high > tracker.frontier:  # copies written after the last sync (an unclean stop), or none yet
+                threshold = max(start, tracker.upstream)
+                early = self._scan_tail(topic, partition, target_topic, tracker, target_high, threshold)
+        part = _Partition(topic, partition, target_topic, keep, tracker, encoder, start, seq)
+        part.early = early
+        self._parts[(topic, partition)] = part
+        if keep:
+            self._by_target[(target_topic, partition)] = part
+            self._acks[(target_topic, partition)] = part.acks
+        return part
+
+    def _scan_tail(
+        self, topic: str, partition: int, target_topic: str, tracker: FrontierTracker, end: int, threshold: int
+    ) -> dict[int, list[int]]:
+        """After an unclean stop: find our copies written after the last sync, so the frontier can pass them.
+
+        A copy of a record below ``threshold`` is covered now; a copy of a later record is covered
+        when that record is copied again.
+        """
+        early: dict[int, list[int]] = {}
+        found = 0
+        for msg in self.target.read_range(target_topic, partition, tracker.frontier, end):
+            trail = hops(msg.headers())
+            if not trail:
+                continue
+            hop = trail[-1]
+            if (hop.cluster, hop.topic, hop.partition) != (self.source_id, topic, partition):
+                continue
+            found += 1
+            if hop.offset < threshold:
+                tracker.cover(msg.offset())
+            else:
+                early.setdefault(hop.offset, []).append(msg.offset())
+        if found:
+            log.info("%s[%d]: found %d copies written after the last offset sync", topic, partition, found)
+        return early
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def run(
+        self,
+        stop: threading.Event,
+        on_status: Callable[[ReplicationStats], None] | None = None,
+        status_interval_s: float = 10.0,
+    ) -> ReplicationStats:
+        """Copy until ``stop`` is set, then commit what the target acknowledged (the commit order above)."""
+        if self._consumer is None:
+            self.start()
+        opts = self.options
+        consume = self._consumer.consume
+        poller = _GroupOffsetsPoller(self.group_offsets, opts.checkpoint_interval_s)
+        poller.start()
+        try:
+            self._loop(stop, consume, poller, on_status, status_interval_s)
+        finally:
+            poller.stop()
+        self.commit()
+        try:
+            self.emit_checkpoints()
+        except MongocdcError as exc:  # the copies are committed; a missed checkpoint is written next time
+            log.warning("no final checkpoints: %s", exc)
+        return self.status()
+
+    def _loop(
+        self,
+        stop: threading.Event,
+        consume: Callable[[int, float], list[Any]],
+        poller: _GroupOffsetsPoller,
+        on_status: Callable[[ReplicationStats], None] | None,
+        status_interval_s: float,
+    ) -> None:
+        opts = self.options
+        now = time.monotonic()
+        next_commit = now + opts.flush_interval_s
+        next_refresh = now + opts.refresh_interval_s
+        next_status = now + status_interval_s
+        while not stop.is_set():
+            messages = consume(opts.batch_size, opts.poll_timeout_s)
+            if messages:
+                self._copy(messages)
+            else:
+                self._producer.poll(0)
+            self._check()
+            now = time.monotonic()
+            if now >= next_commit:
+                self.commit()
+                next_commit = now + opts.flush_interval_s
+                offsets = poller.take()
+                if offsets is not None:  # right after a commit, so the frontiers are fresh
+                    self.emit_checkpoints(offsets, wait=False)
+            if now >= next_refresh:
+                self.refresh()
+                next_refresh = now + opts.refresh_interval_s
+            if on_status is not None and now >= next_status:
+                on_status(self.status())
+                next_status = now + status_interval_s
+
+    def _copy(self, messages: list[Any]) -> None:
+        """Produce a copy of each record (or note the original of a record that came from the target)."""
+        now_ms = int(time.time() * 1000)
+        parts = self._parts
+        produce = self._producer.produce
+        target_id = self.target_id
+        provenance = self.options.provenance
+        copied = size = 0
+        for msg in messages:
+            if msg.error() is not None:
+                self._consume_error(msg.error())
+                continue
+            part = parts[(msg.topic(), msg.partition())]
+            offset = msg.offset()
+            headers = msg.headers()
+            if headers is not None:
+                for header in headers:
+                    if header[0] == HEADER:
+                        hop = origin_on(headers, target_id, part.target_topic)
+                        break
+                else:
+                    hop = None
+                if hop is not None:
+                    counterpart = hop.offset if part.keep and hop.partition == part.partition else None
+                    part.events.append((offset, counterpart))
+                    part.skips += 1
+                    part.next_offset = offset + 1
+                    self.stats.skipped_loops += 1
+                    continue
+            if provenance:
+                stamp = (HEADER, part.encoder(offset, now_ms))
+                if headers is None:
+                    headers = [stamp]
+                else:
+                    headers.append(stamp)  # a new list per call of ``Message.headers()``, ours to change
+            kind, ts = msg.timestamp()
+            value, key = msg.value(), msg.key()
+            while True:
+                try:
+                    produce(
+                        part.target_topic,
+                        value,
+                        key,
+                        part.target_partition,
+                        timestamp=ts if kind else 0,
+                        headers=headers,
+                    )
+                    break
+                except BufferError:
+                    self._producer.poll(0.05)
+                    self._check()
+                except KafkaException as exc:
+                    raise self._produce_error(exc, part, offset) from exc
+            part.events.append(offset)
+            part.next_offset = offset + 1
+            copied += 1
+            if value is not None:
+                size += len(value)
+        self.stats.copied += copied
+        self.stats.bytes += size
+        self._producer.poll(0)
+
+    def _delivered(self, err: KafkaError | None, msg: Any) -> None:
+        """Every delivery report (librdkafka's thread-safe queue, served by ``poll``/``flush`` on this thread)."""
+        if err is None:
+            acks = self._acks.get((msg.topic(), msg.partition()))
+            if acks is not None:
+                acks.append(msg.offset())
+        else:
+            self._fail(self._delivery_error(err, msg))
+
+    def _fail(self, error: MongocdcError) -> None:
+        with self._lock:
+            if self._failure is None:
+                self._failure = error
+
+    def _check(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def _delivery_error(self, err: KafkaError, msg: Any) -> MongocdcError:
+        where = f"{msg.topic()}[{msg.partition()}] on the target cluster at {self.target.bootstrap}"
+        if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE):
+            return OversizedEventError(
+                f"the target refused a copy for {where} as too large: {err.str()}; nothing after it was committed",
+                hint="raise the target topic's max.message.bytes (and dest.kafka.message.max.bytes), then start "
+                "again: the record is copied again from the committed source offset",
+            )
+        if err.code() in (KafkaError._MSG_TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+            return self.target.unreachable(f"a copy for {where} was not acknowledged in time: {err.str()}")
+        return DeliveryError(f"the target refused a copy for {where}: {err.name()}: {err.str()}")
+
+    def _produce_error(self, exc: KafkaException, part: _Partition, offset: int) -> MongocdcError:
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+            return OversizedEventError(
+                f"{part.topic}[{part.partition}] offset {offset} is larger than the target producer accepts "
+                f"({err.str()}); nothing after it was committed",
+                hint="raise dest.kafka.message.max.bytes and the target topic's max.message.bytes, then start again",
+            )
+        return DeliveryError(f"cannot produce a copy to {part.target_topic}: {exc}")
+
+    def _consume_error(self, err: KafkaError) -> None:
+        if err.code() == KafkaError._PARTITION_EOF:
+            return
+        if err.fatal():
+            raise MongocdcError(f"the source consumer failed fatally: {err.name()}: {err.str()}")
+        log.warning("source cluster at %s: %s: %s", self.source.bootstrap, err.name(), err.str())
+
+    # --- commit, syncs, checkpoints ---------------------------------------------------------
+
+    def _flush(self) -> None:
+        while True:
+            left = self._producer.flush(1.0)
+            self._check()
+            if left == 0:
+                return
+
+    def commit(self) -> None:
+        """Flush the copies, update the frontiers, write the offset syncs, then commit the source offsets.
+
+        The order is the module docstring's: nothing is committed on the source before the target
+        acknowledged every copy up to it and the syncs that describe them.
+        """
+        if self._producer is None:
+            return
+        self._flush()
+        now_ms = int(time.time() * 1000)
+        syncs = 0
+        for part in self._parts.values():
+            if part.events:
+                self._apply(part)
+            tracker = part.tracker
+            if tracker is not None and tracker.point != part.last_sync:
+                part.seq += 1
+                sync = OffsetSync(
+                    self.source_id,
+                    part.topic,
+                    part.partition,
+                    tracker.upstream,
+                    tracker.frontier,
+                    part.target_topic,
+                    part.partition,
+                    seq=part.seq,
+                    ts=now_ms,
+                    pending=tuple(tracker.pending_ranges()),
+                )
+                self._produce_internal(self.options.syncs_topic, sync.key(), sync.value())
+                part.last_sync = tracker.point
+                syncs += 1
+                if tracker.dropped:
+                    log.warning(
+                        "%s[%d]: too many target offsets wait for records that have not come back; translation of "
+                        "this partition stays at %d",
+                        part.topic,
+                        part.partition,
+                        tracker.frontier,
+                    )
+        if syncs:
+            self._flush()
+            self.stats.syncs += syncs
+        offsets = [
+            TopicPartition(part.topic, part.partition, part.next_offset)
+            for part in self._parts.values()
+            if part.next_offset != part.committed
+        ]
+        if offsets:
+            try:
+                self._consumer.commit(offsets=offsets, asynchronous=False)
+            except KafkaException as exc:
+                raise self.source.failed(exc, f"committing the offsets of group {self.options.group_id}") from exc
+            for tp in offsets:
+                self._parts[(tp.topic, tp.partition)].committed = tp.offset
+            self.stats.commits += 1
+
+    def _apply(self, part: _Partition) -> None:
+        """Feed the records processed since the last commit, with their acknowledged offsets, to the frontier."""
+        events, acks = part.events, part.acks[:]
+        tracker = part.tracker
+        part.events = []
+        part.acks.clear()  # the same list stays registered for delivery reports
+        skips, part.skips = part.skips, 0
+        if tracker is None:
+            return
+        n = len(events)
+        if (
+            not skips
+            and not part.early
+            and len(acks) == n
+            and events[-1] - events[0] == n - 1
+            and (acks[-1] - acks[0] == n - 1)
+        ):
+            tracker.advance_run(events[0], acks[0], n)
+            return
+        copies = n - skips
+        if len(acks) != copies:
+            raise MongocdcError(
+                f"{part.topic}[{part.partition}]: {copies} copies flushed but {len(acks)} acknowledged offsets seen"
+            )
+        ack = iter(acks)
+        early = part.early
+        for event in events:
+            if isinstance(event, int):
+                offset, positions = event, [next(ack)]
+            else:
+                offset, counterpart = event
+                positions = [] if counterpart is None else [counterpart]
+            if early:
+                positions += early.pop(offset, [])
+            tracker.advance(offset, *positions)
+
+    def _produce_internal(self, topic: str, key: bytes, value: bytes) -> None:
+        while True:
+            try:
+                self._producer.produce(topic, value, key)
+                return
+            except BufferError:
+                self._producer.poll(0.05)
+                self._check()
+
+    def group_offsets(self) -> dict[str, dict[tuple[str, int], int]]:
+        """The committed offsets of every selected group on the source (admin requests: they block)."""
+        return {group: self.source.committed(group) for group in self.source.group_ids() if self._groups(group)}
+
+    def emit_checkpoints(
+        self, offsets: dict[str, dict[tuple[str, int], int]] | None = None, *, wait: bool = True
+    ) -> int:
+        """Write, for each selected source group, its committed offsets translated to the target.
+
+        ``offsets`` are the groups' committed offsets (read now when ``None``). Only offsets that
+        changed since the last checkpoint are written; with ``wait`` this returns once the target
+        acknowledged them. Returns how many were written.
+        """
+        if self._producer is None or not self._parts:
+            return 0
+        if offsets is None:
+            offsets = self.group_offsets()
+        now_ms = int(time.time() * 1000)
+        written = 0
+        for group, committed_offsets in sorted(offsets.items()):
+            for (topic, partition), committed in committed_offsets.items():
+                part = self._parts.get((topic, partition))
+                if part is None or part.tracker is None:
+                    continue
+                point = part.tracker.at(committed)
+                if point is None:
+                    continue
+                key = (group, topic, partition)
+                if self._checkpointed.get(key) == (committed, point.downstream):
+                    continue
+                checkpoint = Checkpoint(
+                    self.source_id,
+                    group,
+                    topic,
+                    partition,
+                    committed,
+                    point.downstream,
+                    part.target_topic,
+                    part.partition,
+                    ts=now_ms,
+                )
+                self._produce_internal(self.options.checkpoints_topic, checkpoint.key(), checkpoint.value())
+                self._checkpointed[key] = (committed, point.downstream)
+                written += 1
+        if written:
+            if wait:
+                self._flush()
+            else:
+                self._producer.poll(0)
+            self.stats.checkpoints += written
+        return written
+
+    # --- status and close ------------------------------------------------------------------
+
+    def status(self) -> ReplicationStats:
+        """The stats with the current lag and the copy rate since the previous call."""
+        lag = 0
+        known = False
+        for part in self._parts.values():
+            try:
+                _, high = self._consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition), cached=True)
+            except KafkaException:
+                continue
+            if high >= 0:
+                known = True
+                lag += max(0, high - part.next_offset)
+        self.stats.lag = lag if known else None
+        now = time.monotonic()
+        then, count = self._rate_mark
+        total = self.stats.copied + self.stats.skipped_loops
+        if now > then:
+            self.stats.records_per_s = round((total - count) / (now - then), 1)
+        self._rate_mark = (now, total)
+        return self.stats
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        if self._producer is not None:
+            self._producer.flush(5.0)
+            self._producer = None
+        self.source.close()
+        self.target.close()
+
+
+def _describe(assignments: list[TopicPartition]) -> str:
+    shown = ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in assignments[:10])
+    return shown + (f" and {len(assignments) - 10} more" if len(assignments) > 10 else "")
+
+
+class _GroupOffsetsPoller:
+    """Reads the source groups' committed offsets every ``interval_s`` on a thread of its own.
+
+    The admin requests take a while on a cluster with many groups; the copy loop only picks up the
+    latest result (``take``), so checkpoints never stall copying.
+    """
+
+    def __init__(self, fetch: Callable[[], dict[str, dict[tuple[str, int], int]]], interval_s: float) -> None:
+        self._fetch = fetch
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._latest: dict[str, dict[tuple[str, int], int]] | None = None
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="mongocdc-checkpoints", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                offsets = self._fetch()
+            except MongocdcError as exc:
+                log.warning("cannot read the source consumer groups' offsets for checkpoints: %s", exc)
+            else:
+                with self._lock:
+                    self._latest = offsets
+            self._stop.wait(self._interval_s)
+
+    def take(self) -> dict[str, dict[tuple[str, int], int]] | None:
+        with self._lock:
+            latest, self._latest = self._latest, None
+        return latest
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)

@@ -1,0 +1,302 @@
+"""The Structured Streaming application: Kafka source → per-collection merge → state tables.
+
+Runs in the driver, in-process (``mongocdc spark run``) or as the application ``spark-submit``
+starts (``mongocdc/spark/entry.py``). One micro-batch:
+
+1. parse the Debezium envelopes of the batch's records (``merge.parse_records``): tombstones,
+   transaction and heartbeat topics are read past;
+2. per collection in the batch, merge the changes into its state table (``sinks``) and, with
+   ``--changelog``, append them to its changelog;
+3. Spark records the batch in the checkpoint only after that, so a restarted job continues
+   after the last applied batch, and a batch cut short by a crash is applied again (the merge
+   is idempotent).
+
+Next to Spark's own files the job keeps ``<checkpoint>/mongocdc/``: ``job.json`` (what runs,
+since when, how it ended) and ``progress/<batch>.json`` (Spark's progress report of each
+batch), which ``mongocdc spark status`` reads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.types import StructType
+
+from mongocdc import __version__
+from mongocdc.errors import SparkJobError
+from mongocdc.spark import merge as m
+from mongocdc.spark.options import JobOptions, changelog_path
+from mongocdc.spark.sinks import HadoopFs, append_changelog, state_table
+
+log = logging.getLogger("mongocdc.spark")
+
+STATE_DIR = "mongocdc"
+KEEP_PROGRESS = 200
+_POLL_S = 1
+
+
+def job_dir(checkpoint: str) -> str:
+    return f"{checkpoint.rstrip('/')}/{STATE_DIR}"
+
+
+@dataclass
+class BatchApplier:
+    """The ``foreachBatch`` function: applies one micro-batch of Kafka records to the tables."""
+
+    spark: SparkSession
+    options: JobOptions
+    schema: StructType | None = None
+    applied: dict[str, int] = field(default_factory=dict)
+    """Change events applied per ``<db>.<collection>`` by this process."""
+
+    def __post_init__(self) -> None:
+        if self.schema is None and self.options.columns:
+            self.schema = m.parse_schema(self.options.columns)
+
+    @property
+    def payload(self) -> StructType:
+        return m.payload_schema(self.schema)
+
+    def changes(self, records: DataFrame) -> DataFrame:
+        return m.project(m.parse_records(records, self.options.skip_topics), self.schema)
+
+    def __call__(self, records: DataFrame, batch_id: int) -> None:
+        changes = self.changes(records).persist()
+        try:
+            counts = changes.groupBy(*m.COLLECTION_COLUMNS).count().collect()
+            for row in sorted(counts, key=lambda r: (r["_db"], r["_collection"])):
+                db, collection = row["_db"], row["_collection"]
+                subset = changes.where((F.col("_db") == db) & (F.col("_collection") == collection)).drop(
+                    *m.COLLECTION_COLUMNS
+                )
+                table = state_table(
+                    self.spark, self.options.table_format, self.options.warehouse, db, collection, self.payload
+                )
+                table.apply(subset)
+                if self.options.changelog:
+                    append_changelog(
+                        self.spark,
+                        self.options.table_format,
+                        changelog_path(self.options.warehouse, db, collection),
+                        subset,
+                        batch_id,
+                        app_id=f"mongocdc:{self.options.checkpoint}",
+                    )
+                name = f"{db}.{collection}"
+                self.applied[name] = self.applied.get(name, 0) + int(row["count"])
+                log.info("batch %d: %d change(s) applied to %s", batch_id, row["count"], name)
+        finally:
+            changes.unpersist()
+
+
+def read_kafka(spark: SparkSession, options: JobOptions) -> DataFrame:
+    """The streaming DataFrame of the CDC topics."""
+    reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", options.bootstrap_servers)
+    if options.topic_pattern is not None:
+        reader = reader.option("subscribePattern", options.topic_pattern)
+    else:
+        reader = reader.option("subscribe", ",".join(options.topics))
+    reader = reader.option("startingOffsets", options.starting_offsets.value)
+    # A topic deleted and re-created, or records aged out before they were read, must not stop the job.
+    reader = reader.option("failOnDataLoss", "false")
+    if options.max_offsets_per_trigger is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(options.max_offsets_per_trigger))
+    for key, value in options.kafka_options.items():
+        reader = reader.option(f"kafka.{key}", value)
+    return reader.load()
+
+
+def start(spark: SparkSession, options: JobOptions, applier: BatchApplier | None = None) -> StreamingQuery:
+    """Start the streaming query (it runs until stopped, or until caught up with ``--once``)."""
+    records = read_kafka(spark, options)
+    writer = (
+        records.writeStream.queryName(options.query_name)
+        .option("checkpointLocation", options.checkpoint)
+        .foreachBatch(applier or BatchApplier(spark, options))
+    )
+    if options.once:
+        writer = writer.trigger(availableNow=True)
+    elif options.trigger_interval:
+        writer = writer.trigger(processingTime=options.trigger_interval)
+    return writer.start()
+
+
+class ProgressLog:
+    """``<checkpoint>/mongocdc/``: the job description and one progress report per batch."""
+
+    def __init__(self, spark: SparkSession, options: JobOptions) -> None:
+        self.fs = HadoopFs(spark)
+        self.base = job_dir(options.checkpoint)
+        self.options = options
+        self.seen: dict[int, bool] = {}
+        """Batch ids written, and whether their report had rows (an idle trigger reports the next id empty)."""
+        self.started_at = datetime.now(UTC).isoformat()
+
+    def write_job(self, status: str, error: str | None = None) -> None:
+        o = self.options
+        doc = {
+            "mongocdc_version": __version__,
+            "status": status,
+            "started_at": self.started_at,
+            "updated_at": datetime.now(UTC).isoformat(),
+            "error": error,
+            "query_name": o.query_name,
+            "topics": list(o.topics),
+            "topic_pattern": o.topic_pattern,
+            "bootstrap_servers": o.bootstrap_servers,
+            "warehouse": o.warehouse,
+            "format": o.table_format.value,
+            "changelog": o.changelog,
+            "once": o.once,
+        }
+        self.fs.write_text(f"{self.base}/job.json", json.dumps(doc, indent=2) + "\n")
+
+    def is_new(self, report: Mapping[str, Any]) -> bool:
+        batch = int(report.get("batchId", -1))
+        if batch < 0:
+            return False
+        return batch not in self.seen or (not self.seen[batch] and bool(report.get("numInputRows")))
+
+    def record(self, reports: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """Write the reports not written yet; return them."""
+        new = [r for r in reports if self.is_new(r)]
+        for report in new:
+            batch = int(report["batchId"])
+            self.seen[batch] = bool(report.get("numInputRows"))
+            self.fs.write_text(f"{self.base}/progress/{batch:020d}.json", json.dumps(report) + "\n")
+        if new:
+            names = sorted(n for n in self.fs.names(f"{self.base}/progress") if n.endswith(".json"))
+            for old in names[: max(0, len(names) - KEEP_PROGRESS)]:
+                self.fs.delete(f"{self.base}/progress/{old}")
+        return new
+
+
+def _reports(query: StreamingQuery) -> list[dict[str, Any]]:
+    reports = []
+    for progress in query.recentProgress:
+        text = progress.json if hasattr(progress, "json") else json.dumps(progress)
+        reports.append(json.loads(text))
+    return reports
+
+
+@dataclass
+class RunSummary:
+    batches: int = 0
+    rows: int = 0
+    applied: dict[str, int] = field(default_factory=dict)
+    stopped_by_signal: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"batches": self.batches, "rows": self.rows, "applied": dict(self.applied)}
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        log.info("received %s: stopping after the current batch", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def run(
+    spark: SparkSession,
+    options: JobOptions,
+    *,
+    stop: threading.Event | None = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+) -> RunSummary:
+    """Run the job until caught up (``--once``), or until ``stop`` is set / SIGTERM / SIGINT."""
+    stop = stop or threading.Event()
+    progress_log = ProgressLog(spark, options)
+    applier = BatchApplier(spark, options)
+    summary = RunSummary(applied=applier.applied)
+    progress_log.write_job("running")
+    try:
+        with _stop_on_signals(stop):
+            query = start(spark, options, applier)
+            try:
+                while not query.awaitTermination(_POLL_S):
+                    _record(query, progress_log, summary, on_progress)
+                    if stop.is_set():
+                        summary.stopped_by_signal = True
+                        query.stop()
+                        break
+            finally:
+                _record(query, progress_log, summary, on_progress)
+            exception = query.exception()
+            if exception is not None:
+                raise SparkJobError(
+                    f"the streaming query failed: {_first_line(str(exception))}",
+                    hint="run again with --log-level debug for Spark's log; the checkpoint is intact, so a "
+                    "restart continues after the last applied batch",
+                )
+    except SparkJobError as error:
+        progress_log.write_job("failed", error.message)
+        raise
+    except Exception as error:
+        progress_log.write_job("failed", _first_line(str(error)))
+        raise
+    progress_log.write_job("stopped" if summary.stopped_by_signal or not options.once else "finished")
+    return summary
+
+
+def _record(
+    query: StreamingQuery,
+    progress_log: ProgressLog,
+    summary: RunSummary,
+    on_progress: Callable[[dict[str, Any]], None] | None,
+) -> None:
+    for report in progress_log.record(_reports(query)):
+        if report.get("numInputRows"):
+            summary.batches += 1
+            summary.rows += int(report["numInputRows"])
+        if on_progress is not None:
+            on_progress(dict(report))
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the application ``spark-submit`` runs (its configuration comes from spark-submit)."""
+    import sys
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    options = JobOptions.from_args(sys.argv[1:] if argv is None else argv)
+    spark = SparkSession.builder.appName(f"mongocdc {options.query_name}").getOrCreate()
+    try:
+        summary = run(spark, options)
+    except SparkJobError as error:
+        sys.stderr.write(f"error: {error.message}\n")
+        if error.hint:
+            sys.stderr.write(f"hint: {error.hint}\n")
+        return int(error.exit_code)
+    finally:
+        spark.stop()
+    sys.stdout.write(json.dumps({"status": "stopped", **summary.to_dict()}) + "\n")
+    return 0

@@ -1,0 +1,209 @@
+"""Launching the job: in this process, or through ``spark-submit`` on any Spark master.
+
+Plain Python until the job starts. ``plan_conf`` decides the Spark configuration (the Kafka
+and Delta packages matched to the installed pyspark, or the ``--jars`` given instead; Delta's
+session extension; small shuffles on a local master; the user's ``--conf`` last, so it wins),
+``submit_command`` the exact ``spark-submit`` command line (``--dry-run`` prints it), and
+``launch`` runs the pre-flight checks (pyspark, Java 17+, packages resolvable) and then the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mongocdc import __version__
+from mongocdc.config import redact_text
+from mongocdc.errors import SparkEnvironmentError, SparkJobError
+from mongocdc.spark import environment, packages
+from mongocdc.spark.options import JobOptions, TableFormat
+
+log = logging.getLogger("mongocdc.spark")
+
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # MERGE marks the rows it replaces instead of rewriting each file it touches (readers: Delta 2.3+)
+    "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
+}
+ENTRY = Path(__file__).with_name("entry.py")
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """How to run the job: where (``master``), with what Spark configuration, in-process or submitted."""
+
+    options: JobOptions
+    master: str = "local[*]"
+    conf: Mapping[str, str] = field(default_factory=dict)
+    packages: tuple[str, ...] = ()
+    jars: tuple[str, ...] = ()
+    submit: bool = False
+    """Through ``spark-submit`` even on a local master (a non-local master always is)."""
+    requested_format: TableFormat = TableFormat.auto
+    spark_log_level: str = "ERROR"
+
+    @property
+    def is_local(self) -> bool:
+        return self.master == "local" or self.master.startswith("local[")
+
+    @property
+    def through_submit(self) -> bool:
+        return self.submit or not self.is_local
+
+    @property
+    def app_name(self) -> str:
+        return f"mongocdc {self.options.query_name}"
+
+
+def resolve_format(requested: TableFormat, delta_installed: bool) -> TableFormat:
+    """``auto``: Delta when delta-spark is installed, else Parquet; ``delta`` without delta-spark is an error."""
+    if requested is TableFormat.auto:
+        return TableFormat.delta if delta_installed else TableFormat.parquet
+    if requested is TableFormat.delta and not delta_installed:
+        raise SparkEnvironmentError(
+            "--format delta needs delta-spark, which is not installed",
+            hint="install the spark extra (pip install 'mongocdc[spark]'), or use --format parquet",
+        )
+    return requested
+
+
+def prepare(plan: LaunchPlan) -> tuple[LaunchPlan, environment.SparkPackages]:
+    """The plan with its table format decided, and the packages matching the installed Spark."""
+    spark_packages = environment.packages_for_installed()  # SparkEnvironmentError without pyspark
+    table_format = resolve_format(plan.requested_format, spark_packages.delta is not None)
+    return replace(plan, options=replace(plan.options, table_format=table_format)), spark_packages
+
+
+def plan_conf(plan: LaunchPlan, spark_packages: environment.SparkPackages) -> dict[str, str]:
+    """The Spark configuration of the run (the user's ``--conf`` applied last)."""
+    delta = plan.options.table_format is TableFormat.delta
+    conf: dict[str, str] = {}
+    coordinates = [] if plan.jars else spark_packages.coordinates(with_delta=delta)
+    coordinates += list(plan.packages)
+    if coordinates:
+        conf["spark.jars.packages"] = ",".join(coordinates)
+    if plan.jars:
+        conf["spark.jars"] = ",".join(plan.jars)
+    if delta:
+        conf.update(DELTA_CONF)
+    if plan.is_local:
+        conf["spark.sql.shuffle.partitions"] = str(max(2, os.cpu_count() or 2))
+        conf["spark.pyspark.python"] = sys.executable
+        conf["spark.pyspark.driver.python"] = sys.executable
+    conf["spark.ui.showConsoleProgress"] = "false"
+    conf.update(plan.conf)
+    return conf
+
+
+def py_files_zip() -> Path:
+    """mongocdc's own modules as one zip for ``--py-files`` (the driver on a cluster imports them)."""
+    root = Path(__file__).resolve().parents[1]
+    target = Path(tempfile.gettempdir()) / f"mongocdc-{__version__}-py.zip"
+    return target if target.is_file() else _write_zip(root, target)
+
+
+def _write_zip(root: Path, target: Path) -> Path:
+    partial = target.with_suffix(f".{os.getpid()}.tmp")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(root.rglob("*.py")):
+            archive.write(path, path.relative_to(root.parent).as_posix())
+    partial.replace(target)
+    return target
+
+
+def submit_command(plan: LaunchPlan, conf: Mapping[str, str], *, py_files: Path | None = None) -> list[str]:
+    """The ``spark-submit`` command line that runs the job."""
+    command = [str(packages.spark_submit_path()), "--master", plan.master, "--name", plan.app_name]
+    if not plan.is_local:
+        command += ["--py-files", str(py_files or Path(tempfile.gettempdir()) / f"mongocdc-{__version__}-py.zip")]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    return [*command, str(ENTRY), *plan.options.to_args()]
+
+
+def printable(command: Sequence[str]) -> str:
+    """A command line as a shell would take it, credentials redacted."""
+    return shlex.join(redact_text(word) for word in command)
+
+
+def ivy_dir(conf: Mapping[str, str], spark_version: str) -> Path:
+    configured = conf.get("spark.jars.ivy")
+    return Path(configured).expanduser().resolve() if configured else packages.default_ivy_dir(spark_version)
+
+
+def preflight(plan: LaunchPlan, conf: Mapping[str, str], spark_packages: environment.SparkPackages) -> None:
+    """Java 17+ present and every package resolvable, before any Spark starts."""
+    environment.require_java()
+    coordinates = [c for c in conf.get("spark.jars.packages", "").split(",") if c]
+    if coordinates:
+        fetched = packages.ensure_packages(
+            coordinates, ivy_dir(conf, spark_packages.spark_version), conf.get("spark.jars.repositories")
+        )
+        if fetched:
+            log.info("resolved Spark packages %s", ", ".join(fetched))
+
+
+def launch(
+    plan: LaunchPlan,
+    *,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run the job as planned; return its summary (in-process) or spark-submit's outcome."""
+    plan, spark_packages = prepare(plan)
+    conf = plan_conf(plan, spark_packages)
+    preflight(plan, conf, spark_packages)
+    if plan.through_submit:
+        return _run_submit(plan, conf)
+    return _run_in_process(plan, conf, on_progress)
+
+
+def _run_submit(plan: LaunchPlan, conf: Mapping[str, str]) -> dict[str, Any]:
+    py_files = None if plan.is_local else py_files_zip()
+    command = submit_command(plan, conf, py_files=py_files)
+    log.info("running %s", printable(command))
+    env = dict(os.environ)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    result = subprocess.run(command, env=env, check=False, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        raise SparkJobError(
+            f"spark-submit exited with {result.returncode}",
+            hint="its output above says why; mongocdc spark status --checkpoint shows where the job stood",
+        )
+    return {"status": "stopped", "submitted": True, "master": plan.master}
+
+
+def _run_in_process(
+    plan: LaunchPlan, conf: Mapping[str, str], on_progress: Callable[[dict[str, Any]], None] | None
+) -> dict[str, Any]:
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.sql import SparkSession
+
+    from mongocdc.spark import job
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(plan.master).appName(plan.app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except PySparkRuntimeError as error:
+        raise SparkJobError(
+            f"Spark did not start: {error}",
+            hint="Spark's own output above says why (a --conf value, the Java runtime, a jar in --jars)",
+        ) from error
+    spark.sparkContext.setLogLevel(plan.spark_log_level)
+    try:
+        summary = job.run(spark, plan.options, on_progress=on_progress)
+    finally:
+        spark.stop()
+    return {"status": "stopped", **summary.to_dict()}

@@ -1,0 +1,129 @@
+"""Resolving the job's Maven packages (Kafka source, Delta Lake) before Spark starts.
+
+Spark resolves ``spark.jars.packages`` with Ivy when its JVM starts; a failure there ends the
+JVM with a stack trace on its stderr, out of mongocdc's reach. So the launcher checks the Ivy
+directory first and, when a package's jar is missing, resolves it with a throw-away
+``spark-submit`` whose output it reads: an unresolved package becomes ``SparkPackageError``
+(exit 4) saying how to pass the jars with ``--jars`` instead.
+
+``python -m mongocdc.spark.packages --ivy DIR [--no-delta]`` only resolves (``scripts/bootstrap``
+fills the repository's ``.cache/spark/ivy`` with it, so tests never download).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mongocdc.errors import SparkEnvironmentError, SparkPackageError
+
+_RESOLVE_TIMEOUT_S = 1800.0
+_UNRESOLVED = re.compile(r"unresolved dependency: ([^\s:]+#[^\s;]+;[^\s:]+)")
+
+
+def default_ivy_dir(spark_version: str) -> Path:
+    """Spark's own default for ``spark.jars.ivy`` (``~/.ivy2.5.2`` since Spark 4, ``~/.ivy2`` before)."""
+    major = int(spark_version.split(".")[0])
+    return Path.home() / (".ivy2.5.2" if major >= 4 else ".ivy2")
+
+
+def jar_name(coordinate: str) -> str:
+    """The file Ivy retrieves a coordinate to: ``group_artifact-version.jar`` in ``<ivy>/jars``."""
+    group, artifact, version = coordinate.split(":")[:3]
+    return f"{group}_{artifact}-{version}.jar"
+
+
+def missing(coordinates: Sequence[str], ivy_dir: Path) -> list[str]:
+    """The coordinates whose jar is not in the Ivy directory yet."""
+    return [c for c in coordinates if not (ivy_dir / "jars" / jar_name(c)).is_file()]
+
+
+def spark_submit_path() -> Path:
+    """``$SPARK_HOME/bin/spark-submit``, else the one shipped inside the pyspark package."""
+    home = os.environ.get("SPARK_HOME", "").strip()
+    if home:
+        return Path(home) / "bin" / "spark-submit"
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise SparkEnvironmentError(
+            "pyspark is not installed, so there is no spark-submit",
+            hint="install the spark extra: pip install 'mongocdc[spark]', or set SPARK_HOME",
+        )
+    return Path(spec.origin).parent / "bin" / "spark-submit"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    returncode: int
+    output: str
+
+
+def run_resolution(coordinates: Sequence[str], ivy_dir: Path, repositories: str | None = None) -> Resolution:
+    """Let Spark's Ivy resolve ``coordinates`` into ``ivy_dir`` (the application class does not exist on purpose)."""
+    command = [
+        str(spark_submit_path()),
+        "--master",
+        "local[1]",
+        "--packages",
+        ",".join(coordinates),
+        "--conf",
+        f"spark.jars.ivy={ivy_dir}",
+    ]
+    if repositories:
+        command += ["--repositories", repositories]
+    command += ["--class", "mongocdc.spark.ResolveOnly", "spark-internal"]
+    try:
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=_RESOLVE_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired as exc:
+        return Resolution(124, f"timed out after {exc.timeout:.0f} s")
+    return Resolution(result.returncode, result.stdout + result.stderr)
+
+
+def ensure_packages(coordinates: Sequence[str], ivy_dir: Path, repositories: str | None = None) -> list[str]:
+    """Make sure every coordinate's jar is in ``ivy_dir``; return those that had to be resolved now."""
+    wanted = missing(coordinates, ivy_dir)
+    if not wanted:
+        return []
+    result = run_resolution(coordinates, ivy_dir, repositories)
+    still = missing(coordinates, ivy_dir)
+    if still:
+        unresolved = sorted(set(_UNRESOLVED.findall(result.output))) or still
+        names = ", ".join(u.replace("#", ":").replace(";", ":") for u in unresolved)
+        raise SparkPackageError(
+            f"could not resolve the Spark package(s) {names} from Maven into {ivy_dir}",
+            hint="check that Maven Central (or --conf spark.jars.repositories=URL) is reachable; on an offline "
+            "cluster download the jars elsewhere and pass them with --jars a.jar,b.jar (then no package is "
+            "resolved)",
+        )
+    return wanted
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from mongocdc.spark.environment import packages_for_installed
+
+    parser = argparse.ArgumentParser(description="Resolve the Spark job's Maven packages into an Ivy directory.")
+    parser.add_argument("--ivy", type=Path, required=True, help="Ivy directory (spark.jars.ivy)")
+    parser.add_argument("--no-delta", action="store_true", help="do not resolve Delta Lake")
+    args = parser.parse_args(argv)
+    packages = packages_for_installed()
+    coordinates = packages.coordinates(with_delta=not args.no_delta)
+    try:
+        fetched = ensure_packages(coordinates, args.ivy.resolve())
+    except SparkPackageError as error:
+        sys.stderr.write(f"error: {error.message}\nhint: {error.hint}\n")
+        return int(error.exit_code)
+    sys.stdout.write(("resolved " if fetched else "already present: ") + ", ".join(coordinates) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+"""Where the state tables live: Delta Lake (MERGE) or versioned Parquet, plus the changelog.
+
+Both sinks apply one batch of one collection with the same decision function
+(:func:`mongocdc.spark.merge.merge`) and are idempotent: applying a batch again (Spark
+re-runs the last batch after a crash) changes nothing.
+
+*Delta*: the table ``<warehouse>/<db>/<collection>`` holds the documents, a second Delta
+table under ``_mongocdc/deleted`` the delete markers; the batch is merged with the state rows
+of its keys only, and only the keys whose newest position came with the batch go into the
+``MERGE`` of both tables. New tables get deletion vectors (``DELTA_CONF``), so a MERGE
+marks replaced rows instead of rewriting every file it touches.
+
+*Parquet*: each batch writes a complete new version of the table (documents and markers)
+to ``<table>/_versions/<N>/``; only then is ``<table>/_commits/<N>`` created, and that empty
+file is the pointer readers follow (the newest one wins; creating a file is atomic on every
+Hadoop filesystem), so a reader sees a whole batch or none of it. The last
+``KEEP_VERSIONS`` versions are kept. :func:`read_table` reads either kind.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.types import StructType
+
+from mongocdc.spark import merge as m
+from mongocdc.spark.options import TableFormat, changelog_path, deleted_path, table_path
+
+log = logging.getLogger("mongocdc.spark.sinks")
+
+KEEP_VERSIONS = 3
+VERSIONS_DIR = "_versions"
+COMMITS_DIR = "_commits"
+
+
+class HadoopFs:
+    """Files on any Hadoop filesystem (local, HDFS, S3A, ABFS…) through the JVM's FileSystem API."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._jvm: Any = spark.sparkContext._jvm
+        self._conf: Any = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def _path(self, path: str) -> tuple[Any, Any]:
+        p = self._jvm.org.apache.hadoop.fs.Path(path)
+        return p.getFileSystem(self._conf), p
+
+    def exists(self, path: str) -> bool:
+        fs, p = self._path(path)
+        return bool(fs.exists(p))
+
+    def names(self, path: str) -> list[str]:
+        fs, p = self._path(path)
+        if not fs.exists(p):
+            return []
+        return [str(status.getPath().getName()) for status in fs.listStatus(p)]
+
+    def touch(self, path: str) -> None:
+        fs, p = self._path(path)
+        fs.create(p, True).close()
+
+    def delete(self, path: str) -> None:
+        fs, p = self._path(path)
+        fs.delete(p, True)
+
+    def write_text(self, path: str, text: str) -> None:
+        fs, p = self._path(path)
+        out = fs.create(p, True)
+        try:
+            out.write(bytearray(text.encode()))
+        finally:
+            out.close()
+
+
+# --- Parquet ---------------------------------------------------------------------------------
+
+
+def parquet_versions(fs: HadoopFs, table: str) -> list[int]:
+    """Committed versions of a Parquet table, oldest first."""
+    return sorted(int(name) for name in fs.names(f"{table}/{COMMITS_DIR}") if name.isdigit())
+
+
+def _version_dir(table: str, version: int) -> str:
+    return f"{table}/{VERSIONS_DIR}/{version:020d}"
+
+
+def is_delta_table(fs: HadoopFs, table: str) -> bool:
+    return fs.exists(f"{table}/_delta_log")
+
+
+def read_table(spark: SparkSession, table: str) -> DataFrame:
+    """The documents of a state table (Delta, or the newest committed Parquet version)."""
+    fs = HadoopFs(spark)
+    if is_delta_table(fs, table):
+        return spark.read.format("delta").load(table)
+    versions = parquet_versions(fs, table)
+    if not versions:
+        raise FileNotFoundError(f"{table} is not a mongocdc table (no _delta_log, no {COMMITS_DIR}/)")
+    return spark.read.parquet(f"{_version_dir(table, versions[-1])}/rows")
+
+
+@dataclass
+class ParquetTable:
+    """A collection's state as versioned Parquet directories behind commit markers."""
+
+    spark: SparkSession
+    path: str
+    payload: StructType
+
+    def state(self) -> DataFrame | None:
+        fs = HadoopFs(self.spark)
+        versions = parquet_versions(fs, self.path)
+        if not versions:
+            return None
+        base = _version_dir(self.path, versions[-1])
+        rows = self.spark.read.parquet(f"{base}/rows")
+        markers = self.spark.read.parquet(f"{base}/deleted")
+        return rows.unionByName(markers, allowMissingColumns=True)
+
+    def apply(self, changes: DataFrame) -> None:
+        fs = HadoopFs(self.spark)
+        versions = parquet_versions(fs, self.path)
+        state = self.state()
+        if state is None:
+            state = m.empty_state(self.spark, self.payload)
+        new_state = m.merge(state, changes).localCheckpoint()  # cut the lineage: the old version is read once
+        version = (versions[-1] + 1) if versions else 1
+        target = _version_dir(self.path, version)
+        fs.delete(target)  # left over by an attempt that crashed before its commit marker
+        columns = [*m.META_COLUMNS, *[f.name for f in self.payload.fields]]
+        m.live_rows(new_state).select(*columns).write.mode("overwrite").parquet(f"{target}/rows")
+        m.delete_markers(new_state).write.mode("overwrite").parquet(f"{target}/deleted")
+        fs.touch(f"{self.path}/{COMMITS_DIR}/{version}")  # the pointer swap: readers now see this version
+        for old in versions[: max(0, len(versions) + 1 - KEEP_VERSIONS)]:
+            fs.delete(f"{self.path}/{COMMITS_DIR}/{old}")
+            fs.delete(_version_dir(self.path, old))
+
+
+# --- Delta -----------------------------------------------------------------------------------
+
+
+@dataclass
+class DeltaTable:
+    """A collection's state as a Delta table, its delete markers in a second one."""
+
+    spark: SparkSession
+    path: str
+    deleted: str
+    payload: StructType
+
+    def apply(self, changes: DataFrame) -> None:
+        from delta.tables import DeltaTable as Delta
+
+        fs = HadoopFs(self.spark)
+        candidates = m.applicable(changes)
+        has_rows, has_markers = is_delta_table(fs, self.path), is_delta_table(fs, self.deleted)
+        if has_rows and has_markers and self._large(candidates):
+            self._rewrite(candidates)
+            return
+        keys = candidates.select("_key").distinct()
+        columns = self._columns
+        state: DataFrame | None = None
+        if has_rows:
+            state = Delta.forPath(self.spark, self.path).toDF().join(keys, "_key", "left_semi")
+        if has_markers:
+            markers = Delta.forPath(self.spark, self.deleted).toDF().join(keys, "_key", "left_semi")
+            state = markers if state is None else state.unionByName(markers, allowMissingColumns=True)
+        if state is not None:
+            state = state.withColumn(_FROM_STATE, F.lit(True))
+        # Only keys whose newest position came with this batch change anything (stale replays drop out).
+        decided = m.merge(state, candidates)
+        if _FROM_STATE in decided.columns:
+            decided = decided.where(F.col(_FROM_STATE).isNull())
+        decided = decided.localCheckpoint()
+
+        rows = decided.select(*columns)
+        if not has_rows:
+            m.live_rows(rows).write.format("delta").mode("append").save(self.path)
+        else:
+            (
+                Delta.forPath(self.spark, self.path)
+                .alias("t")
+                .merge(rows.alias("s"), "t._key = s._key")
+                .whenMatchedDelete(condition="s._op = 'd'")
+                .whenMatchedUpdateAll(condition=m.position_differs("s", "t"))
+                .whenNotMatchedInsertAll(condition="s._op != 'd'")
+                .execute()
+            )
+        if not has_markers:
+            m.delete_markers(decided).write.format("delta").mode("append").save(self.deleted)
+            return
+        # markers to add (deletes) and to drop (keys marked before that are back now)
+        marked_keys = Delta.forPath(self.spark, self.deleted).toDF().select("_key")
+        touched = decided.where("_op = 'd'").unionByName(
+            decided.where("_op != 'd'").join(marked_keys, "_key", "left_semi")
+        )
+        (
+            Delta.forPath(self.spark, self.deleted)
+            .alias("t")
+            .merge(touched.select(*m.META_COLUMNS).alias("s"), "t._key = s._key")
+            .whenMatchedDelete(condition="s._op != 'd'")
+            .whenMatchedUpdateAll(condition=m.position_differs("s", "t"))
+            .whenNotMatchedInsertAll(condition="s._op = 'd'")
+            .execute()
+        )
+
+    @property
+    def _columns(self) -> list[str]:
+        return [*m.META_COLUMNS, *[f.name for f in self.payload.fields]]
+
+    def _large(self, candidates: DataFrame) -> bool:
+        """A batch touching a sizeable share of the table is cheaper to apply by rewriting the table."""
+        batch = candidates.count()
+        if batch < REWRITE_MIN_BATCH:
+            return False
+        return batch * REWRITE_SHARE >= self.spark.read.format("delta").load(self.path).count()
+
+    def _rewrite(self, candidates: DataFrame) -> None:
+        """The whole new state, written over both tables (each overwrite is one atomic Delta commit)."""
+        rows = self.spark.read.format("delta").load(self.path)
+        markers = self.spark.read.format("delta").load(self.deleted)
+        new_state = m.merge(rows.unionByName(markers, allowMissingColumns=True), candidates).localCheckpoint()
+        m.live_rows(new_state).select(*self._columns).write.format("delta").mode("overwrite").save(self.path)
+        m.delete_markers(new_state).write.format("delta").mode("overwrite").save(self.deleted)
+
+
+REWRITE_MIN_BATCH = 10_000
+REWRITE_SHARE = 4
+"""A batch of at least ``REWRITE_MIN_BATCH`` changes and a quarter of the table's rows rewrites the table."""
+_FROM_STATE = "_mongocdc_from_state"
+
+
+# --- changelog -------------------------------------------------------------------------------
+
+
+def append_changelog(
+    spark: SparkSession, table_format: TableFormat, path: str, changes: DataFrame, batch_id: int, app_id: str
+) -> None:
+    """Append a batch's change events, once: a re-run batch replaces (Parquet) or is skipped (Delta)."""
+    rows = changes.withColumn("_batch_id", F.lit(batch_id).cast("long"))
+    if table_format is TableFormat.delta:
+        (rows.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id).save(path))
+    else:
+        changes.write.mode("overwrite").parquet(f"{path}/_batch_id={batch_id}")
+
+
+def read_changelog(spark: SparkSession, path: str) -> DataFrame:
+    """Every change event of a changelog table, either format."""
+    if is_delta_table(HadoopFs(spark), path):
+        return spark.read.format("delta").load(path)
+    return spark.read.parquet(path)
+
+
+def state_table(
+    spark: SparkSession, table_format: TableFormat, warehouse: str, db: str, collection: str, payload: StructType
+) -> ParquetTable | DeltaTable:
+    """The sink of one collection's state."""
+    path = table_path(warehouse, db, collection)
+    if table_format is TableFormat.delta:
+        return DeltaTable(spark, path, deleted_path(warehouse, db, collection), payload)
+    return ParquetTable(spark, path, payload)
+
+
+__all__ = [
+    "DeltaTable",
+    "HadoopFs",
+    "ParquetTable",
+    "append_changelog",
+    "changelog_path",
+    "read_changelog",
+    "read_table",
+    "state_table",
+]

@@ -1,0 +1,197 @@
+"""Two Kafka clusters side by side for the replication tests, and helpers to fill and read them.
+
+``kafka_bootstrap`` (the suite's broker) is cluster A; ``second_kafka`` is cluster B, one more broker
+per test run (or ``MONGOCDC_TEST_KAFKA_BOOTSTRAP_2``). Tests that stop a broker start their own.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration.helpers import CliProcess, read_topic, wait_until
+
+SECOND_KAFKA_ENV = "MONGOCDC_TEST_KAFKA_BOOTSTRAP_2"
+PROVENANCE = "mongocdc.provenance"
+
+
+@pytest.fixture(scope="session")
+def second_kafka() -> Iterator[str]:
+    """Bootstrap address of a second, independent Kafka cluster (B)."""
+    existing = os.environ.get(SECOND_KAFKA_ENV)
+    if existing:
+        yield existing
+        return
+    from tests.services.kafka import KafkaBroker
+
+    with KafkaBroker(num_partitions=3) as broker:
+        yield broker.bootstrap
+
+
+@dataclass(frozen=True)
+class Record:
+    key: bytes
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+    timestamp: int
+
+    @classmethod
+    def of(cls, msg: Any) -> Record:
+        headers = tuple((k, v) for k, v in (msg.headers() or []) if k != PROVENANCE)
+        return cls(msg.key(), msg.value(), headers, msg.timestamp()[1])
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 3, config: dict[str, str] | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(30)
+    wait_until(lambda: topic in admin.list_topics(timeout=5).topics, f"topic {topic}")
+
+
+def make_records(prefix: str, count: int, start_ts: int = 1_700_000_000_000) -> list[Record]:
+    return [
+        Record(
+            f"{prefix}-{i}".encode(),
+            None if i % 17 == 5 else f'{{"n":{i},"from":"{prefix}"}}'.encode(),
+            (("trace", f"t{i}".encode()), ("bin", b"\x00\xff")),
+            start_ts + i,
+        )
+        for i in range(count)
+    ]
+
+
+def produce(bootstrap: str, topic: str, records: list[Record]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5})
+    errors: list[object] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(err)
+
+    for r in records:
+        producer.produce(
+            topic, value=r.value, key=r.key, headers=list(r.headers), timestamp=r.timestamp, on_delivery=delivered
+        )
+    assert producer.flush(30) == 0
+    assert errors == []
+
+
+def consume(bootstrap: str, group: str, topic: str, count: int | None, timeout: float = 60.0) -> list[Any]:
+    """Read ``count`` records (or up to the end) with consumer group ``group``, commit exactly what was read, leave."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.subscribe([topic])
+    got: list[Any] = []
+    eof: set[int] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        while count is None or len(got) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"group {group} read {len(got)} of {count} records of {topic}")
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == -191:  # _PARTITION_EOF
+                    eof.add(msg.partition())
+                    assignment = {tp.partition for tp in consumer.assignment()}
+                    if count is None and assignment and eof >= assignment:
+                        break
+                continue
+            eof.discard(msg.partition())
+            got.append(msg)
+        commits: dict[int, int] = {}
+        for msg in got:
+            commits[msg.partition()] = max(commits.get(msg.partition(), 0), msg.offset() + 1)
+        if commits:
+            consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in commits.items()], asynchronous=False)
+    finally:
+        consumer.close()
+    return got
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int = 3) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+    except KafkaException:
+        return {}
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+
+
+def count_records(bootstrap: str, topic: str) -> int:
+    try:
+        return len(read_topic(bootstrap, topic, timeout=20))
+    except KafkaException:
+        return -1
+
+
+def write_config(tmp_path: Path, **extra: object) -> Path:
+    """A config file with short intervals so the tests do not wait on the defaults."""
+    settings: dict[str, object] = {
+        "emit.checkpoints.interval.seconds": 1,
+        "replication.flush.interval.ms": 200,
+        "refresh.topics.interval.seconds": 1,
+        "connect.max.attempts": 3,
+        "connect.backoff.initial.delay.ms": 200,
+        "connect.timeout.ms": 3000,
+        **extra,
+    }
+    path = tmp_path / f"replicate-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text("".join(f"{k}: {v!r}\n" if isinstance(v, str) else f"{k}: {v}\n" for k, v in settings.items()))
+    return path
+
+
+def start_replicator(config: Path, source: str, target: str, topics: str, name: str, *extra: str) -> CliProcess:
+    proc = CliProcess(
+        "--config",
+        str(config),
+        "replicate",
+        "--source",
+        source,
+        "--target",
+        target,
+        "--topics",
+        topics,
+        "--name",
+        name,
+        "--output",
+        "json",
+        "--status-interval",
+        "0.3",
+        *extra,
+    )
+    proc.wait_for_log("replicating", timeout=60)
+    return proc
+
+
+def read_internal(bootstrap: str, topic: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    import json
+
+    return [
+        (json.loads(m.key()), json.loads(m.value()))
+        for m in read_topic(bootstrap, topic, timeout=20)
+        if m.value() is not None
+    ]
+
+
+def cluster_id(bootstrap: str) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return str(admin.describe_cluster().result(10).cluster_id)

@@ -1,0 +1,233 @@
+"""`mongocdc spark run|status` without Spark: options, dry run, and every error path with its exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from mongocdc.cli.main import run
+from mongocdc.errors import ExitCode
+from mongocdc.spark import environment, packages
+from mongocdc.spark.options import JobOptions, StartingOffsets, TableFormat, java_kafka_options, path_segment
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for key in list(os.environ):
+        if key.startswith("MONGOCDC_") and not key.startswith("MONGOCDC_TEST_"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+
+
+def config(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"topic.prefix: dbserver1\nkafka.bootstrap.servers: k1:9092,k2:9092\n{extra}")
+    return path
+
+
+def test_dry_run_prints_the_spark_submit_command_with_matched_packages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = config(tmp_path, "kafka.security.protocol: SASL_SSL\nkafka.sasl.username: app\nkafka.sasl.password: pw1\n")
+    argv = ["--config", str(cfg), "spark", "run", "--warehouse", "s3a://lake/cdc", "--master", "yarn"]
+    argv += ["--conf", "spark.executor.memory=4g", "--format", "parquet", "--dry-run"]
+    assert run(argv) == ExitCode.OK
+    line = capsys.readouterr().out.strip()
+    words = shlex.split(line)
+    assert words[0].endswith("spark-submit") and words[1:3] == ["--master", "yarn"]
+    version = environment.pyspark_version()
+    assert f"spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:{version}" in words
+    assert "spark.executor.memory=4g" in words and "--py-files" in words
+    assert words[words.index("--topic-pattern") + 1] == r"dbserver1\..*"
+    assert words[words.index("--checkpoint") + 1] == "s3a://lake/cdc/_mongocdc/checkpoint"
+    assert words[words.index("--bootstrap-servers") + 1] == "k1:9092,k2:9092"
+    assert "security.protocol=SASL_SSL" in words
+    assert "pw1" not in line  # the JAAS line carries the password: redacted in what is printed
+    job = JobOptions.from_args(words[words.index("--bootstrap-servers") :])
+    assert job.table_format is TableFormat.parquet and job.topic_pattern == r"dbserver1\..*"
+    assert job.skip_topics is not None and "dbserver1\\.transaction" in job.skip_topics
+
+
+def test_job_options_round_trip_through_arguments() -> None:
+    options = JobOptions(
+        bootstrap_servers="b:9092",
+        warehouse="/w",
+        checkpoint="/c",
+        topics=("a", "b"),
+        kafka_options={"security.protocol": "SSL"},
+        table_format=TableFormat.delta,
+        changelog=True,
+        trigger_interval="30 seconds",
+        columns="`name` string, qty INT",
+        starting_offsets=StartingOffsets.latest,
+        max_offsets_per_trigger=1000,
+        query_name="q",
+    )
+    assert JobOptions.from_args(options.to_args()) == options
+
+
+def test_librdkafka_settings_become_java_client_properties() -> None:
+    options, unmapped = java_kafka_options(
+        {
+            "bootstrap.servers": "b:9092",
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": "app",
+            "sasl.password": 'p"w',
+            "ssl.ca.location": "/ca.pem",
+            "linger.ms": "5",
+        }
+    )
+    assert options == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/ca.pem",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="app" '
+        'password="p\\"w";',
+    }
+    assert unmapped == ["linger.ms"]
+    assert path_segment("orders/2024 x") == "orders%2F2024%20x" and path_segment(".hidden") == "%2Ehidden"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--topics", "a", "--topic-pattern", "b"], "--topics and --topic-pattern both select topics"),
+        (["--once", "--trigger-interval", "5 seconds"], "--once and --trigger-interval exclude each other"),
+        (["--conf", "spark.executor.memory"], "--conf 'spark.executor.memory' is not KEY=VALUE"),
+        (["--topic-pattern", "a("], "--topic-pattern 'a(' is not a regular expression"),
+        (["--columns", "a INT", "--schema-file", "s.ddl"], "--columns and --schema-file both give the schema"),
+        (["--schema-file", "absent.ddl"], "--schema-file absent.ddl: No such file or directory"),
+    ],
+)
+def test_bad_options_exit_2_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    argv = ["--config", str(config(tmp_path)), "spark", "run", "--warehouse", str(tmp_path / "w"), *args]
+    assert run(argv) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and "\nhint: " in err
+
+
+def test_no_topics_and_no_prefix_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["spark", "run", "--warehouse", str(tmp_path)]) == ExitCode.USAGE
+    assert "no topics to read" in capsys.readouterr().err
+
+
+def run_job(tmp_path: Path) -> int:
+    return run(["--config", str(config(tmp_path)), "spark", "run", "--once", "--warehouse", str(tmp_path / "w")])
+
+
+def test_pyspark_missing_exits_3_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(environment, "pyspark_version", lambda: None)
+    assert run_job(tmp_path) == ExitCode.CONFIG
+    err = capsys.readouterr().err
+    assert err == (
+        "error: pyspark is not installed, so the Spark job cannot run\n"
+        "hint: install the spark extra: pip install 'mongocdc[spark]' (pyspark and delta-spark)\n"
+    )
+
+
+@pytest.mark.parametrize(("found", "message"), [(None, "no working Java found"), (11, "Java 11 found")])
+def test_java_missing_or_too_old_exits_3(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    found: int | None,
+    message: str,
+) -> None:
+    monkeypatch.setattr(environment, "java_version", lambda: found)
+    assert run_job(tmp_path) == ExitCode.CONFIG
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and "Java 17 or newer" in err and "JAVA_HOME" in err
+
+
+def test_delta_format_without_delta_spark_exits_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(environment, "delta_version", lambda: None)
+    argv = ["--config", str(config(tmp_path)), "spark", "run", "--warehouse", "w", "--format", "delta"]
+    assert run(argv) == ExitCode.CONFIG
+    assert "--format delta needs delta-spark" in capsys.readouterr().err
+
+
+def test_unresolvable_package_exits_4_saying_how_to_pass_jars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[list[str]] = []
+
+    def resolution(coordinates: list[str], ivy_dir: Path, repositories: str | None = None) -> packages.Resolution:
+        seen.append(list(coordinates))
+        return packages.Resolution(
+            1, ":: UNRESOLVED DEPENDENCIES ::\n:: unresolved dependency: org.example#nope_2.13;9.9.9: not found\n"
+        )
+
+    monkeypatch.setattr(environment, "java_version", lambda: 17)
+    monkeypatch.setattr(packages, "run_resolution", resolution)
+    argv = ["--config", str(config(tmp_path)), "spark", "run", "--once", "--warehouse", "w"]
+    argv += ["--packages", "org.example:nope_2.13:9.9.9", "--conf", f"spark.jars.ivy={tmp_path / 'ivy'}"]
+    assert run(argv) == ExitCode.UNREACHABLE
+    err = capsys.readouterr().err
+    assert "could not resolve the Spark package(s) org.example:nope_2.13:9.9.9" in err
+    assert "--jars" in err
+    assert "org.example:nope_2.13:9.9.9" in seen[0] and any("spark-sql-kafka" in c for c in seen[0])
+
+
+def test_status_reads_the_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    checkpoint = tmp_path / "w" / "_mongocdc" / "checkpoint"
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "commits").mkdir()
+    (checkpoint / "mongocdc" / "progress").mkdir(parents=True)
+    for batch, end in ((0, 40), (1, 45)):
+        (checkpoint / "offsets" / str(batch)).write_text(
+            'v1\n{"batchWatermarkMs":0}\n' + json.dumps({"p.db.orders": {"0": end, "1": 7}}) + "\n"
+        )
+        (checkpoint / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+    (checkpoint / "offsets" / "2").write_text('v1\n{}\n{"p.db.orders":{"0":50,"1":7}}\n')  # in flight
+    (checkpoint / "mongocdc" / "job.json").write_text(json.dumps({"status": "running", "format": "delta"}))
+    report = {
+        "batchId": 1,
+        "timestamp": "2024-05-01T10:00:00.000Z",
+        "numInputRows": 5,
+        "inputRowsPerSecond": 2.5,
+        "processedRowsPerSecond": 10.0,
+        "durationMs": {"triggerExecution": 500},
+        "sources": [
+            {
+                "endOffset": {"p.db.orders": {"0": 45, "1": 7}},
+                "latestOffset": {"p.db.orders": {"0": 52, "1": 9}},
+            }
+        ],
+    }
+    (checkpoint / "mongocdc" / "progress" / f"{1:020d}.json").write_text(json.dumps(report))
+    assert run(["spark", "status", "--warehouse", str(tmp_path / "w"), "--output", "json"]) == ExitCode.OK
+    status = json.loads(capsys.readouterr().out)
+    assert status["status"] == "running" and status["format"] == "delta"
+    assert status["batches_committed"] == 2 and status["in_flight_batch"] == 2
+    assert status["offsets"] == {"p.db.orders": {"0": 45, "1": 7}}
+    assert status["lag"] == 7 + 2
+    assert status["processed_rows_per_second"] == 10.0 and status["recent_rows_per_second"] == 10.0
+    assert run(["spark", "status", "--checkpoint", str(checkpoint)]) == ExitCode.OK
+    assert "lag" in capsys.readouterr().out
+
+
+def test_status_without_a_checkpoint_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["spark", "status", "--checkpoint", str(tmp_path / "nothing")]) == ExitCode.USAGE
+    assert "is not the checkpoint of a mongocdc spark job" in capsys.readouterr().err
+    assert run(["spark", "status", "--checkpoint", "hdfs://nn/cp"]) == ExitCode.USAGE
+    assert "reads local checkpoints only" in capsys.readouterr().err
+    assert run(["spark", "status"]) == ExitCode.USAGE
+
+
+def test_java_version_parsing() -> None:
+    assert environment.parse_java_version('openjdk version "17.0.15" 2025-04-15') == 17
+    assert environment.parse_java_version('java version "1.8.0_392"') == 8
+    assert environment.parse_java_version('openjdk version "21" 2023-09-19') == 21
+    assert environment.parse_java_version("garbage") is None
