@@ -57,7 +57,9 @@ def _events(spark: Any, path: str, *, first: int, count: int, kind: str) -> None
     from pyspark.sql import functions as F  # noqa: N812
 
     ids = spark.range(count).withColumn("i", F.col("id"))
-    pad = F.lit("x" * DOC_PAD)
+    # hex digests, not a run of one letter: a run compresses to nothing and made the baseline's write nearly free
+    digests = [F.sha2(F.concat(F.col("i").cast("string"), F.lit(f"/{n}")), 256) for n in range(DOC_PAD // 64 + 1)]
+    pad = F.substring(F.concat(*digests), 1, DOC_PAD)
     if kind == "snapshot":
         op, key, ts, ord_ = F.lit("r"), F.col("i") + first, F.lit(1_000_000), F.lit(1)
     else:

@@ -24,12 +24,13 @@ def ivy_dir() -> Path:
 
 def session_conf(ivy: Path) -> dict[str, str]:
     from mongocdc.spark.environment import packages_for_installed
-    from mongocdc.spark.launcher import DELTA_CONF
+    from mongocdc.spark.launcher import DELTA_CONF, JOB_CONF
 
     packages = packages_for_installed()
     return {
         "spark.jars.packages": ",".join(packages.coordinates(with_delta=True)),
         "spark.jars.ivy": str(ivy),
+        **JOB_CONF,
         **DELTA_CONF,
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import (
     DataType,
@@ -97,9 +97,23 @@ def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFra
     rows = records.where(F.col("value").isNotNull())
     if skip_topics:
         rows = rows.where(~F.col("topic").rlike(f"^(?:{skip_topics})$"))
-    value = F.from_json(F.col("value").cast("string"), VALUE_SCHEMA)
-    key = F.from_json(F.col("key").cast("string"), KEY_SCHEMA)
-    parsed = rows.select(
+    # The envelopes are parsed in a generator, so the filters below (which Spark pushes through
+    # plain projections, copying the expressions they use) cannot make it parse a record again.
+    envelopes = rows.select(
+        F.col("topic"),
+        F.col("partition"),
+        F.col("offset"),
+        F.inline(
+            F.array(
+                F.struct(
+                    F.from_json(F.col("value").cast("string"), VALUE_SCHEMA).alias("value"),
+                    F.from_json(F.col("key").cast("string"), KEY_SCHEMA).alias("key"),
+                )
+            )
+        ),
+    )
+    value, key = F.col("value"), F.col("key")
+    parsed = envelopes.select(
         F.col("topic"),
         F.col("partition"),
         F.col("offset"),
@@ -158,35 +172,100 @@ def project(changes: DataFrame, schema: StructType | None) -> DataFrame:
     return changes.select(*others, *[doc[f.name].alias(f.name) for f in schema.fields])
 
 
-def position_order() -> list[Column]:
-    """Newest position first (the order of this module's docstring, reversed)."""
-    return [
-        F.col("_ts_ms").desc(),
-        F.col("_ord").desc(),
-        F.when(F.col("_op") == "r", 0).otherwise(1).desc(),
-        F.col("_txn_order").desc(),
-        F.col("_kafka_partition").desc(),
-        F.col("_kafka_offset").desc(),
-    ]
+RANK = "_mongocdc_rank"
+WINNER = "_mongocdc_winner"
+_IN_BATCH = "_mongocdc_in_batch"
+BROADCAST_MAX_ROWS = 1_000_000
+"""Batches up to this many changes decide by broadcasting their keys' winners (no shuffle of documents)."""
 
 
-def latest_per_key(changes: DataFrame) -> DataFrame:
-    """One row per key (per collection when ``_db``/``_collection`` are there): the newest position."""
-    keys = [c for c in (*COLLECTION_COLUMNS, "_key") if c in changes.columns]
-    window = Window.partitionBy(*keys).orderBy(*position_order())
-    return changes.withColumn("_rank", F.row_number().over(window)).where(F.col("_rank") == 1).drop("_rank")
+def rank(src: int, unique: bool) -> Column:
+    """A row's position as one comparable struct (the order of this module's docstring).
+
+    Two more fields break ties: ``src`` (1 for state rows, so a batch applied again loses to the
+    state it already produced) and, with ``unique``, a row id, so exact copies within a batch
+    leave one winner.
+    """
+    rid = F.monotonically_increasing_id() if unique else F.lit(0).cast("long")
+    return F.struct(
+        F.col("_ts_ms").alias("ts_ms"),
+        F.col("_ord").alias("ord"),
+        F.when(F.col("_op") == "r", 0).otherwise(1).alias("streamed"),
+        F.col("_txn_order").alias("txn_order"),
+        F.col("_kafka_partition").alias("partition"),
+        F.col("_kafka_offset").alias("offset"),
+        F.lit(src).alias("src"),
+        rid.alias("rid"),
+    )
 
 
-def merge(state: DataFrame | None, changes: DataFrame) -> DataFrame:
+def key_columns(df: DataFrame) -> list[str]:
+    """What identifies a document: ``_key``, within its collection when the collection columns are there."""
+    return [c for c in (*COLLECTION_COLUMNS, "_key") if c in df.columns]
+
+
+class Decision:
+    """Which row wins for each key a batch touches, decided on positions alone.
+
+    Only the keys and positions of the batch and of the state are compared (a narrow
+    aggregate); the documents are not shuffled or sorted. The winners are
+    then joined back to the batch (:meth:`applied`) and to the state (:meth:`kept`), broadcast
+    when the batch is at most ``BROADCAST_MAX_ROWS`` changes.
+    """
+
+    def __init__(
+        self, state: DataFrame | None, changes: DataFrame, *, broadcast: bool = True, whole_state: bool = False
+    ) -> None:
+        self.batch = applicable(changes).withColumn(RANK, rank(0, unique=True))
+        self.keys = key_columns(self.batch)
+        self.broadcast = broadcast
+        positions = self.batch.select(*self.keys, RANK, F.lit(True).alias(_IN_BATCH))
+        if state is not None:
+            ranked = state.select(*self.keys, rank(1, unique=False).alias(RANK), F.lit(False).alias(_IN_BATCH))
+            if not whole_state:
+                # a batch small against the state: its keys' state rows first, by a broadcast semi-join
+                ranked = ranked.join(self._small(self.batch.select(*self.keys)), self.keys, "left_semi")
+            positions = positions.unionByName(ranked)
+        # keys only in the state (``whole_state``: the caller reads the whole state anyway, and one
+        # narrow aggregate over it is cheaper than a semi-join first) drop out after the aggregate
+        self.winners = (
+            positions.groupBy(*self.keys)
+            .agg(F.max(RANK).alias(WINNER), F.max(_IN_BATCH).alias(_IN_BATCH))
+            .where(F.col(_IN_BATCH))
+            .drop(_IN_BATCH)
+        )
+
+    def _small(self, df: DataFrame) -> DataFrame:
+        return F.broadcast(df) if self.broadcast else df
+
+    def materialize(self) -> Decision:
+        """Compute the winners once (they are read by every join that follows)."""
+        self.winners = self.winners.localCheckpoint()
+        return self
+
+    def applied(self) -> DataFrame:
+        """The batch's changes that are newer than everything else of their key: what changes the state."""
+        joined = self.batch.join(self._small(self.winners), self.keys)
+        return joined.where(F.col(RANK) == F.col(WINNER)).drop(RANK, WINNER)
+
+    def kept(self, state: DataFrame) -> DataFrame:
+        """The rows of (a part of) the state that no change of the batch supersedes."""
+        joined = state.withColumn(RANK, rank(1, unique=False)).join(self._small(self.winners), self.keys, "left")
+        return joined.where(F.col(WINNER).isNull() | (F.col(RANK) == F.col(WINNER))).drop(RANK, WINNER)
+
+
+def merge(
+    state: DataFrame | None, changes: DataFrame, *, broadcast: bool = True, whole_state: bool = False
+) -> DataFrame:
     """The new state of one collection: for each key the newest of its state row and its changes.
 
     ``state`` holds document rows and delete markers (``_op = 'd'``); so does the result.
     Applying the same changes twice, in any order or split over batches, gives the same state.
     """
-    candidates = applicable(changes)
-    if state is not None:
-        candidates = state.unionByName(candidates, allowMissingColumns=True)
-    return latest_per_key(candidates)
+    decision = Decision(state, changes, broadcast=broadcast, whole_state=whole_state)
+    if state is None:
+        return decision.applied()
+    return decision.kept(state).unionByName(decision.applied(), allowMissingColumns=True)
 
 
 def live_rows(state: DataFrame) -> DataFrame:

@@ -110,29 +110,32 @@ class ParquetTable:
     path: str
     payload: StructType
 
-    def state(self) -> DataFrame | None:
-        fs = HadoopFs(self.spark)
-        versions = parquet_versions(fs, self.path)
-        if not versions:
-            return None
-        base = _version_dir(self.path, versions[-1])
-        rows = self.spark.read.parquet(f"{base}/rows")
-        markers = self.spark.read.parquet(f"{base}/deleted")
-        return rows.unionByName(markers, allowMissingColumns=True)
-
     def apply(self, changes: DataFrame) -> None:
         fs = HadoopFs(self.spark)
         versions = parquet_versions(fs, self.path)
-        state = self.state()
-        if state is None:
-            state = m.empty_state(self.spark, self.payload)
-        new_state = m.merge(state, changes).localCheckpoint()  # cut the lineage: the old version is read once
         version = (versions[-1] + 1) if versions else 1
         target = _version_dir(self.path, version)
         fs.delete(target)  # left over by an attempt that crashed before its commit marker
         columns = [*m.META_COLUMNS, *[f.name for f in self.payload.fields]]
-        m.live_rows(new_state).select(*columns).write.mode("overwrite").parquet(f"{target}/rows")
-        m.delete_markers(new_state).write.mode("overwrite").parquet(f"{target}/deleted")
+        if versions:
+            base = _version_dir(self.path, versions[-1])
+            rows = self.spark.read.parquet(f"{base}/rows")
+            markers = self.spark.read.parquet(f"{base}/deleted")
+        else:
+            rows = m.empty_state(self.spark, self.payload)
+            markers = rows.select(*m.META_COLUMNS)
+        decision = m.Decision(
+            rows.unionByName(markers, allowMissingColumns=True),
+            changes,
+            broadcast=m.applicable(changes).count() <= m.BROADCAST_MAX_ROWS,
+            whole_state=True,
+        ).materialize()
+        applied = decision.applied()
+        new_rows = decision.kept(rows).select(*columns).unionByName(m.live_rows(applied).select(*columns))
+        new_rows.write.mode("overwrite").parquet(f"{target}/rows")
+        decision.kept(markers).unionByName(m.delete_markers(applied)).write.mode("overwrite").parquet(
+            f"{target}/deleted"
+        )
         fs.touch(f"{self.path}/{COMMITS_DIR}/{version}")  # the pointer swap: readers now see this version
         for old in versions[: max(0, len(versions) + 1 - KEEP_VERSIONS)]:
             fs.delete(f"{self.path}/{COMMITS_DIR}/{old}")
@@ -157,24 +160,20 @@ class DeltaTable:
         fs = HadoopFs(self.spark)
         candidates = m.applicable(changes)
         has_rows, has_markers = is_delta_table(fs, self.path), is_delta_table(fs, self.deleted)
-        if has_rows and has_markers and self._large(candidates):
-            self._rewrite(candidates)
+        batch = candidates.count()
+        broadcast = batch <= m.BROADCAST_MAX_ROWS
+        if has_rows and has_markers and self._large(batch):
+            self._rewrite(candidates, broadcast)
             return
-        keys = candidates.select("_key").distinct()
         columns = self._columns
         state: DataFrame | None = None
         if has_rows:
-            state = Delta.forPath(self.spark, self.path).toDF().join(keys, "_key", "left_semi")
+            state = Delta.forPath(self.spark, self.path).toDF()
         if has_markers:
-            markers = Delta.forPath(self.spark, self.deleted).toDF().join(keys, "_key", "left_semi")
+            markers = Delta.forPath(self.spark, self.deleted).toDF()
             state = markers if state is None else state.unionByName(markers, allowMissingColumns=True)
-        if state is not None:
-            state = state.withColumn(_FROM_STATE, F.lit(True))
-        # Only keys whose newest position came with this batch change anything (stale replays drop out).
-        decided = m.merge(state, candidates)
-        if _FROM_STATE in decided.columns:
-            decided = decided.where(F.col(_FROM_STATE).isNull())
-        decided = decided.localCheckpoint()
+        # Only the changes newer than their key's state change anything (stale replays drop out).
+        decided = m.Decision(state, candidates, broadcast=broadcast).applied().localCheckpoint()
 
         rows = decided.select(*columns)
         if not has_rows:
@@ -211,26 +210,32 @@ class DeltaTable:
     def _columns(self) -> list[str]:
         return [*m.META_COLUMNS, *[f.name for f in self.payload.fields]]
 
-    def _large(self, candidates: DataFrame) -> bool:
+    def _large(self, batch: int) -> bool:
         """A batch touching a sizeable share of the table is cheaper to apply by rewriting the table."""
-        batch = candidates.count()
         if batch < REWRITE_MIN_BATCH:
             return False
         return batch * REWRITE_SHARE >= self.spark.read.format("delta").load(self.path).count()
 
-    def _rewrite(self, candidates: DataFrame) -> None:
-        """The whole new state, written over both tables (each overwrite is one atomic Delta commit)."""
+    def _rewrite(self, candidates: DataFrame, broadcast: bool) -> None:
+        """The whole new state, written over both tables (each overwrite is one atomic Delta commit).
+
+        Delta reads the version the overwrite replaces, so no copy of the old state is needed.
+        """
         rows = self.spark.read.format("delta").load(self.path)
         markers = self.spark.read.format("delta").load(self.deleted)
-        new_state = m.merge(rows.unionByName(markers, allowMissingColumns=True), candidates).localCheckpoint()
-        m.live_rows(new_state).select(*self._columns).write.format("delta").mode("overwrite").save(self.path)
-        m.delete_markers(new_state).write.format("delta").mode("overwrite").save(self.deleted)
+        decision = m.Decision(
+            rows.unionByName(markers, allowMissingColumns=True), candidates, broadcast=broadcast, whole_state=True
+        ).materialize()
+        applied = decision.applied()
+        new_rows = decision.kept(rows).select(*self._columns).unionByName(m.live_rows(applied).select(*self._columns))
+        new_rows.write.format("delta").mode("overwrite").save(self.path)
+        new_markers = decision.kept(markers).select(*m.META_COLUMNS).unionByName(m.delete_markers(applied))
+        new_markers.write.format("delta").mode("overwrite").save(self.deleted)
 
 
 REWRITE_MIN_BATCH = 10_000
 REWRITE_SHARE = 4
 """A batch of at least ``REWRITE_MIN_BATCH`` changes and a quarter of the table's rows rewrites the table."""
-_FROM_STATE = "_mongocdc_from_state"
 
 
 # --- changelog -------------------------------------------------------------------------------

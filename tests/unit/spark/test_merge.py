@@ -21,13 +21,13 @@ def changes(spark: Any, rows: list[Any], skip: str | None = None) -> Any:
     return m.parse_records(records(spark, rows), skip).drop(*m.COLLECTION_COLUMNS)
 
 
-def state_after(spark: Any, *batches: list[Any]) -> Any:
+def state_after(spark: Any, *batches: list[Any], broadcast: bool = True, whole_state: bool = False) -> Any:
     """Merge the batches one after the other into an empty state (as the job does batch by batch)."""
     from mongocdc.spark import merge as m
 
     state = None
     for batch in batches:
-        state = m.merge(state, changes(spark, batch)).localCheckpoint()
+        state = m.merge(state, changes(spark, batch), broadcast=broadcast, whole_state=whole_state).localCheckpoint()
     return state
 
 
@@ -64,7 +64,12 @@ def test_duplicates_and_out_of_order_replays_give_the_newest_document_in_any_bat
         assert live(state_after(spark, list(permutation[:4]), list(permutation[4:]))) == expected
 
 
-def test_deletes_followed_by_stale_reads_and_replays_stay_deleted(spark: Any) -> None:
+@pytest.mark.parametrize(
+    ("broadcast", "whole_state"), [(True, False), (False, True)], ids=["broadcast-keys", "whole-state-no-hint"]
+)
+def test_deletes_followed_by_stale_reads_and_replays_stay_deleted(
+    spark: Any, broadcast: bool, whole_state: bool
+) -> None:
     t = Topic(ORDERS)
     first = [
         t.add(envelope("c", "k1", {"v": 1}, ts_ms=1000)),
@@ -78,11 +83,18 @@ def test_deletes_followed_by_stale_reads_and_replays_stay_deleted(spark: Any) ->
         t.add(envelope("d", "k2", None, ts_ms=2000)),
         t.add(envelope("u", "k2", {"v": "lost"}, ts_ms=1900)),  # older than the delete in the same batch
     ]
-    state = state_after(spark, first, stale)
+    state = state_after(spark, first, stale, broadcast=broadcast, whole_state=whole_state)
     assert live(state) == {}
     assert markers(state) == {"k1": 2000, "k2": 2000}
     # a newer insert brings the key back; its marker gives way
-    state = state_after(spark, first, stale, [t.add(envelope("c", "k1", {"v": "again"}, ts_ms=3000))])
+    state = state_after(
+        spark,
+        first,
+        stale,
+        [t.add(envelope("c", "k1", {"v": "again"}, ts_ms=3000))],
+        broadcast=broadcast,
+        whole_state=whole_state,
+    )
     assert live(state) == {"k1": {"_id": "k1", "v": "again"}}
     assert markers(state) == {"k2": 2000}
 
