@@ -162,6 +162,23 @@ def summarise(timings: list[Timing]) -> dict[str, Any]:
     }
 
 
+def comparison(mine: list[Timing], bare: list[Timing], target: float) -> dict[str, Any]:
+    """Both sides' summaries and the ratio of their median rates, against ``target``."""
+    m, b = summarise(mine), summarise(bare)
+    ratio = float(m["rate_median"]) / float(b["rate_median"]) if b["rate_median"] else 0.0
+    met = ratio >= target
+    return {"mongocdc": m, "baseline": b, "ratio": round(ratio, 3), "target_ratio": target, "target_met": met}
+
+
+def ratio_row(label: str, result: dict[str, Any]) -> str:
+    """A row of the report table: the label, both median rates, the ratio, the target, met or not."""
+    mine, bare = result["mongocdc"]["rate_median"], result["baseline"]["rate_median"]
+    return (
+        f"{label:<34}{mine:>14,.0f}{bare:>14,.0f}{result['ratio']:>8.2f}{'>= ' + str(result['target_ratio']):>9}  "
+        f"{'met' if result['target_met'] else 'NOT met'}"
+    )
+
+
 def settings_overrides(
     *,
     uri: str,

@@ -5,10 +5,11 @@ about 1 KB (a key, two headers, a timestamp) are produced once to a source topic
 copies the whole topic to a fresh, pre-created target topic, in the same process, alternating which
 side goes first, after an uncounted warm-up round.
 
-* **baseline**: a group-less ``Consumer`` assigned every partition from the beginning, ``consume``
-  in batches of 2048, ``Producer.produce`` of key, value, headers and timestamp to the same
-  partition (mongocdc's producer settings: idempotent, ``acks=all``, ``linger.ms=5``), ``poll(0)``
-  per batch, ``flush()`` at the end. No provenance, no loop check, no offset syncs, no commits.
+* **baseline**: a group-less ``Consumer`` assigned every partition from the beginning (with the
+  replicator's consumer settings, ``COPY_CONSUMER_DEFAULTS``), ``consume`` in batches of 2048,
+  ``Producer.produce`` of key, value, headers and timestamp to the same partition (mongocdc's
+  producer settings: idempotent, ``acks=all``, ``linger.ms=5``), ``poll(0)`` per batch, ``flush()``
+  at the end. No provenance, no loop check, no offset syncs, no commits.
 * **mongocdc**: ``wiring.replicator`` from settings (default intervals: commits and syncs every
   second, checkpoints every ten), started outside the clock (connecting, creating the internal
   topics); the clock runs from ``run()`` until the target's end offsets reach the record count
@@ -30,7 +31,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from bench.common import Timing, baseline_producer_config, median, summarise
+from bench.common import Timing, baseline_producer_config, comparison, median, ratio_row
+from mongocdc.replication.mirror import COPY_CONSUMER_DEFAULTS
 
 log = logging.getLogger("bench.replication")
 
@@ -114,6 +116,7 @@ def plain_loop(source: str, target: str, topic: str, target_topic: str, count: i
             "group.id": f"bench-plain-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
+            **COPY_CONSUMER_DEFAULTS,
         }
     )
     producer = Producer(baseline_producer_config(target))
@@ -220,32 +223,23 @@ def bench_replication(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 if tag != "warmup":
                     (bare if name == "baseline" else mine).append(timing)
-    m, b = summarise(mine), summarise(bare)
-    ratio = float(m["rate_median"]) / float(b["rate_median"]) if b["rate_median"] else 0.0
     return {
         "records": count,
         "value_bytes": VALUE_BYTES,
         "partitions": partitions,
         "kafka": kafka,
         "cpus": os.cpu_count(),
-        "mongocdc": m,
-        "baseline": b,
+        **comparison(mine, bare, TARGET_RATIO),
         "median_seconds": {
             "mongocdc": median([t.seconds for t in mine]),
             "baseline": median([t.seconds for t in bare]),
         },
-        "ratio": round(ratio, 3),
-        "target_ratio": TARGET_RATIO,
-        "target_met": ratio >= TARGET_RATIO,
     }
 
 
 def render(result: dict[str, Any]) -> list[str]:
-    label = f"replication ({result['records']:,} x 1 KB, records/s)"
-    mine, bare = result["mongocdc"]["rate_median"], result["baseline"]["rate_median"]
     return [
-        f"{label:<34}{mine:>14,.0f}{bare:>14,.0f}{result['ratio']:>8.2f}{'>= ' + str(result['target_ratio']):>9}  "
-        f"{'met' if result['target_met'] else 'NOT met'}",
+        ratio_row(f"replication ({result['records']:,} x 1 KB, records/s)", result),
         f"  replication runs (records/s): mongocdc {result['mongocdc']['rates']}  "
         f"baseline {result['baseline']['rates']}",
         f"  process CPU per run (mean s): mongocdc {result['mongocdc']['phases_mean_s'].get('process_cpu')}  "

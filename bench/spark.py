@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import Timing, summarise
+from bench.common import Timing, comparison, ratio_row
 
 log = logging.getLogger("bench.spark")
 
@@ -156,28 +156,20 @@ def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
-    m, b = summarise(mine), summarise(bare)
-    ratio = float(m["rate_median"]) / float(b["rate_median"]) if b["rate_median"] else 0.0
     return {
         "events": args.spark_events,
         "table_rows": args.spark_rows,
         "format": table_format.value,
         **versions,
-        "mongocdc": m,
-        "baseline": b,
-        "ratio": round(ratio, 3),
-        "target_ratio": TARGET_RATIO,
-        "target_met": ratio >= TARGET_RATIO,
+        **comparison(mine, bare, TARGET_RATIO),
     }
 
 
 def render(result: dict[str, Any]) -> list[str]:
     """Lines of the report table for the spark benchmark."""
     label = f"spark merge ({result['events'] // 1000} k -> {result['table_rows'] // 1000} k rows, {result['format']})"
-    mine, bare = result["mongocdc"]["rate_median"], result["baseline"]["rate_median"]
     return [
-        f"{label:<34}{mine:>14,.0f}{bare:>14,.0f}{result['ratio']:>8.2f}{'>= ' + str(result['target_ratio']):>9}  "
-        f"{'met' if result['target_met'] else 'NOT met'}",
+        ratio_row(label, result),
         f"  spark runs (events/s): mongocdc {result['mongocdc']['rates']}  "
         f"plain read+write {result['baseline']['rates']}",
     ]

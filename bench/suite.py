@@ -29,7 +29,7 @@ from confluent_kafka import Producer
 from bench import baseline, connector
 from bench import replication as replication_bench
 from bench import spark as spark_bench
-from bench.common import Timing, baseline_producer_config, create_topics, median, summarise
+from bench.common import Timing, baseline_producer_config, comparison, create_topics, median, ratio_row
 from bench.workload import DOCUMENT_BYTES, load
 
 log = logging.getLogger("bench")
@@ -131,10 +131,6 @@ def _load(uri: str, db: str, coll: str, count: int) -> float:
         client.close()
 
 
-def _ratio(mongocdc: dict[str, Any], bare: dict[str, Any]) -> float:
-    return float(mongocdc["rate_median"]) / float(bare["rate_median"]) if bare["rate_median"] else 0.0
-
-
 # -- 1. snapshot ------------------------------------------------------------------------------
 
 
@@ -182,19 +178,13 @@ def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> di
             )
             if timing.items != args.docs:
                 raise RuntimeError(f"{name} snapshot delivered {timing.items} documents, expected {args.docs}")
-    m, b = summarise(mine), summarise(bare)
-    ratio = _ratio(m, b)
     fixed = fixed_snapshot_costs(svc, args, workdir, db)
     return {
         "fixed_costs_s": fixed,
         "documents": args.docs,
         "document_bytes": DOCUMENT_BYTES,
         "load_seconds": round(load_s, 2),
-        "mongocdc": m,
-        "baseline": b,
-        "ratio": round(ratio, 3),
-        "target_ratio": TARGET_RATIO,
-        "target_met": ratio >= TARGET_RATIO,
+        **comparison(mine, bare, TARGET_RATIO),
     }
 
 
@@ -277,17 +267,11 @@ def bench_stream(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
                 raise RuntimeError(f"{name} streamed {timing.items} events, expected {count}")
             if not warm:
                 (bare if name == "baseline" else mine).append(timing)
-    m, b = summarise(mine), summarise(bare)
-    ratio = _ratio(m, b)
     return {
         "events": count,
         "document_bytes": DOCUMENT_BYTES,
         "load_seconds_mean": round(load_total / max(1, len(rounds)), 2),
-        "mongocdc": m,
-        "baseline": b,
-        "ratio": round(ratio, 3),
-        "target_ratio": TARGET_RATIO,
-        "target_met": ratio >= TARGET_RATIO,
+        **comparison(mine, bare, TARGET_RATIO),
     }
 
 
@@ -412,10 +396,6 @@ def profile_runs(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
 # -- report ---------------------------------------------------------------------------------
 
 
-def _fmt_rate(summary: dict[str, Any]) -> str:
-    return f"{summary['rate_median']:,.0f}"
-
-
 def render_table(report: dict[str, Any]) -> str:
     lines: list[str] = []
     env = report["environment"]
@@ -436,10 +416,7 @@ def render_table(report: dict[str, Any]) -> str:
         if r is None:
             continue
         n = r.get("documents", r.get("events"))
-        lines.append(
-            f"{f'{label} ({n:,} x 1 KB, {unit})':<34}{_fmt_rate(r['mongocdc']):>14}{_fmt_rate(r['baseline']):>14}"
-            f"{r['ratio']:>8.2f}{'>= ' + str(r['target_ratio']):>9}  {'met' if r['target_met'] else 'NOT met'}"
-        )
+        lines.append(ratio_row(f"{label} ({n:,} x 1 KB, {unit})", r))
     if "spark" in report["results"]:
         lines += spark_bench.render(report["results"]["spark"])
     if "replication" in report["results"]:
@@ -582,7 +559,8 @@ def main(argv: list[str] | None = None) -> int:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="mongocdc-bench-"))
             svc = stack.enter_context(services(args))
         else:
-            tmp, svc = "", Services("", "", "not started", "not started")
+            replication = report["results"].get("replication")
+            tmp, svc = "", Services("", "", "not started", replication["kafka"] if replication else "not started")
         report["environment"].update(mongodb=svc.mongo, kafka=svc.kafka)
         workdir = Path(tmp)
         if args.warmup and args.only:

@@ -5,9 +5,14 @@ graceful stop:
 
 1. poll a batch from the source (the consumer never commits on its own);
 2. produce the copies to the target (idempotent producer, ``acks=all``);
-3. flush: wait for every delivery report (a failed copy stops the loop before anything is committed);
-4. write the offset syncs (points of each partition's ``FrontierTracker``) and wait for their acknowledgement;
-5. commit the source offsets of ``src.consumer.group.id``.
+3. take the delivery reports that have arrived (a failed copy stops the loop before anything is
+   committed). The periodic commit does not wait for the copies still in flight: it goes as far as
+   each partition's acknowledged copies reach (reports of a partition arrive in produce order), so
+   copying never pauses for a commit. The last commit, on a graceful stop, flushes everything;
+4. write the offset syncs (points of each partition's ``FrontierTracker``); the last commit waits
+   for their acknowledgement. A sync lost in a crash is made up on restart: the copies written
+   after the last sync on the target are found by their provenance (``_scan_tail``);
+5. commit the source offsets of ``src.consumer.group.id`` up to the acknowledged copies.
 
 A crash anywhere in between copies records again after the restart (at-least-once), never fewer.
 
@@ -45,6 +50,11 @@ COPY_PRODUCER_FORCED: dict[str, Any] = {
     "allow.auto.create.topics": False,
 }
 COPY_PRODUCER_DEFAULTS: dict[str, Any] = {"linger.ms": 5, "compression.type": "none"}
+COPY_CONSUMER_DEFAULTS: dict[str, Any] = {
+    # librdkafka stops fetching while its queue is full and by default waits a whole second before
+    # looking again: the copy loop drained the queue long before and sat idle for most of that second
+    "fetch.queue.backoff.ms": 20,
+}
 
 
 @dataclass(frozen=True)
@@ -97,12 +107,14 @@ class _Partition:
     __slots__ = (
         "acks",
         "committed",
+        "done",
         "early",
         "encoder",
         "events",
         "keep",
         "last_sync",
         "next_offset",
+        "on_delivery",
         "partition",
         "seq",
         "skips",
@@ -132,8 +144,10 @@ class _Partition:
         self.encoder = encoder
         self.events: list[Any] = []  # source offsets copied (int), or (offset, counterpart | None) for loop skips
         self.acks: list[int] = []  # target offsets acknowledged, in produce order
+        self.on_delivery: Callable[[KafkaError | None, Any], None] | None = None  # the copies' delivery reports
         self.skips = 0
         self.next_offset = start
+        self.done = start  # the source offset after the last record whose copy is acknowledged
         self.committed = start
         self.early: dict[int, list[int]] = {}
         self.seq = seq
@@ -198,7 +212,7 @@ class Replicator:
         self._producer = self.target.producer(
             {**COPY_PRODUCER_FORCED, "on_delivery": self._delivered}, **COPY_PRODUCER_DEFAULTS
         )
-        self._consumer = self.source.consumer(self.options.group_id)
+        self._consumer = self.source.consumer(self.options.group_id, COPY_CONSUMER_DEFAULTS)
         self.refresh()
 
     def _load_syncs(self) -> None:
@@ -218,6 +232,7 @@ class Replicator:
         source_topics = self.source.topics()
         selected = self._topics.select(source_topics)
         target_topics: dict[str, int] | None = None
+        committed: dict[tuple[str, int], int] | None = None
         assignments: list[TopicPartition] = []
         for topic in selected:
             count = source_topics[topic]
@@ -226,10 +241,13 @@ class Replicator:
                 continue
             if target_topics is None:
                 target_topics = self.target.topics()
+                # read with the admin client: asking the copying consumer makes librdkafka hold its
+                # first fetch back for about a second
+                committed = self.source.committed(self.options.group_id)
             target_topic = self._renamer(topic)
             keep = self._target_topic_for(topic, target_topic, count, known, target_topics)
             for partition in range(known, count):
-                part = self._init_partition(topic, partition, target_topic, keep)
+                part = self._init_partition(topic, partition, target_topic, keep, committed or {})
                 assignments.append(TopicPartition(topic, partition, part.next_offset))
             self._topic_counts[topic] = count
         if assignments:
@@ -265,10 +283,12 @@ class Replicator:
         )
         return False
 
-    def _init_partition(self, topic: str, partition: int, target_topic: str, keep: bool) -> _Partition:
+    def _init_partition(
+        self, topic: str, partition: int, target_topic: str, keep: bool, committed: dict[tuple[str, int], int]
+    ) -> _Partition:
         low, _ = self.source.watermarks(topic, partition)
-        committed = self._consumer.committed([TopicPartition(topic, partition)], timeout=self.source.timeout_s)[0]
-        start = committed.offset if committed.offset >= 0 else low
+        committed_offset = committed.get((topic, partition), -1)
+        start = committed_offset if committed_offset >= 0 else low
         if start < low:
             log.warning("%s[%d]: records %d to %d were deleted before they were copied", topic, partition, start, low)
             start = low
@@ -285,7 +305,7 @@ class Replicator:
                 seq = sync.seq
             else:
                 tracker = FrontierTracker(start, target_low)
-                if committed.offset >= 0 and target_high > target_low:
+                if committed_offset >= 0 and target_high > target_low:
                     log.warning(
                         "%s[%d]: no offset sync on the target; translation of this partition starts at offset %d",
                         topic,
@@ -301,6 +321,9 @@ class Replicator:
         if keep:
             self._by_target[(target_topic, partition)] = part
             self._acks[(target_topic, partition)] = part.acks
+            part.on_delivery = self._acknowledger(part.acks)
+        else:
+            part.on_delivery = self._delivered
         return part
 
     def _scan_tail(
@@ -348,7 +371,7 @@ class Replicator:
             self._loop(stop, consume, poller, on_status, status_interval_s)
         finally:
             poller.stop()
-        self.commit()
+        self.commit(drain=True)
         try:
             self.emit_checkpoints()
         except MongocdcError as exc:  # the copies are committed; a missed checkpoint is written next time
@@ -397,11 +420,14 @@ class Replicator:
         target_id = self.target_id
         provenance = self.options.provenance
         copied = size = 0
+        part: _Partition | None = None
         for msg in messages:
             if msg.error() is not None:
                 self._consume_error(msg.error())
                 continue
-            part = parts[(msg.topic(), msg.partition())]
+            partition = msg.partition()
+            if part is None or part.partition != partition or part.topic != msg.topic():  # batches come in runs
+                part = parts[(msg.topic(), partition)]
             offset = msg.offset()
             headers = msg.headers()
             if headers is not None:
@@ -435,6 +461,7 @@ class Replicator:
                         part.target_partition,
                         timestamp=ts if kind else 0,
                         headers=headers,
+                        on_delivery=part.on_delivery,
                     )
                     break
                 except BufferError:
@@ -450,6 +477,18 @@ class Replicator:
         self.stats.copied += copied
         self.stats.bytes += size
         self._producer.poll(0)
+
+    def _acknowledger(self, acks: list[int]) -> Callable[[KafkaError | None, Any], None]:
+        """The delivery report callback of one kept partition's copies: no lookup per report."""
+        append = acks.append
+
+        def acknowledged(err: KafkaError | None, msg: Any) -> None:
+            if err is None:
+                append(msg.offset())
+            else:
+                self._fail(self._delivery_error(err, msg))
+
+        return acknowledged
 
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
         """Every delivery report (librdkafka's thread-safe queue, served by ``poll``/``flush`` on this thread)."""
@@ -507,20 +546,28 @@ class Replicator:
             if left == 0:
                 return
 
-    def commit(self) -> None:
-        """Flush the copies, update the frontiers, write the offset syncs, then commit the source offsets.
+    def commit(self, *, drain: bool = False) -> None:
+        """Take the delivery reports, update the frontiers, write the offset syncs, commit the source offsets.
 
         The order is the module docstring's: nothing is committed on the source before the target
-        acknowledged every copy up to it and the syncs that describe them.
+        acknowledged the copies up to it. With ``drain`` (a graceful stop) every copy in flight and
+        the syncs are waited for, so everything read is committed. Partitions copied by key (a
+        target with another partition count) have no per-partition order of reports, so a commit
+        with any of them in flight drains too.
         """
         if self._producer is None:
             return
-        self._flush()
+        drain = drain or any(part.tracker is None and part.events for part in self._parts.values())
+        if drain:
+            self._flush()
+        else:
+            self._producer.poll(0)
+            self._check()
         now_ms = int(time.time() * 1000)
         syncs = 0
         for part in self._parts.values():
             if part.events:
-                self._apply(part)
+                self._apply(part, drained=drain)
             tracker = part.tracker
             if tracker is not None and tracker.point != part.last_sync:
                 part.seq += 1
@@ -548,12 +595,13 @@ class Replicator:
                         tracker.frontier,
                     )
         if syncs:
-            self._flush()
+            if drain:
+                self._flush()
             self.stats.syncs += syncs
         offsets = [
-            TopicPartition(part.topic, part.partition, part.next_offset)
+            TopicPartition(part.topic, part.partition, part.done)
             for part in self._parts.values()
-            if part.next_offset != part.committed
+            if part.done != part.committed
         ]
         if offsets:
             try:
@@ -564,41 +612,58 @@ class Replicator:
                 self._parts[(tp.topic, tp.partition)].committed = tp.offset
             self.stats.commits += 1
 
-    def _apply(self, part: _Partition) -> None:
-        """Feed the records processed since the last commit, with their acknowledged offsets, to the frontier."""
-        events, acks = part.events, part.acks[:]
+    def _apply(self, part: _Partition, *, drained: bool) -> None:
+        """Feed the records processed since the last commit whose copies are acknowledged to the frontier.
+
+        ``drained``: every copy produced has its report (after a flush). Otherwise the reports of a
+        partition arrive in produce order, so the records up to the last acknowledged copy (and the
+        loop skips right after it) are done; the rest wait for the next commit.
+        """
         tracker = part.tracker
-        part.events = []
+        if tracker is None:  # copied by key: commit() drained first
+            part.events = []
+            part.skips = 0
+            part.done = part.next_offset
+            return
+        events, acks = part.events, part.acks[:]
         part.acks.clear()  # the same list stays registered for delivery reports
-        skips, part.skips = part.skips, 0
-        if tracker is None:
-            return
         n = len(events)
-        if (
-            not skips
-            and not part.early
-            and len(acks) == n
-            and events[-1] - events[0] == n - 1
-            and (acks[-1] - acks[0] == n - 1)
-        ):
-            tracker.advance_run(events[0], acks[0], n)
-            return
-        copies = n - skips
-        if len(acks) != copies:
-            raise MongocdcError(
-                f"{part.topic}[{part.partition}]: {copies} copies flushed but {len(acks)} acknowledged offsets seen"
-            )
+        if not part.skips and not part.early and acks:
+            k = len(acks)
+            if k > n:
+                raise MongocdcError(
+                    f"{part.topic}[{part.partition}]: {n} copies sent but {k} acknowledged offsets seen"
+                )
+            if (k == n or not drained) and events[k - 1] - events[0] == k - 1 and acks[-1] - acks[0] == k - 1:
+                tracker.advance_run(events[0], acks[0], k)
+                part.events = events[k:]
+                part.done = events[k - 1] + 1
+                return
         ack = iter(acks)
+        left = len(acks)
         early = part.early
+        applied = 0
         for event in events:
             if isinstance(event, int):
+                if not left:
+                    break
+                left -= 1
                 offset, positions = event, [next(ack)]
             else:
                 offset, counterpart = event
                 positions = [] if counterpart is None else [counterpart]
+                part.skips -= 1
             if early:
                 positions += early.pop(offset, [])
             tracker.advance(offset, *positions)
+            part.done = offset + 1
+            applied += 1
+        part.events = events[applied:]
+        if left or (drained and part.events):
+            raise MongocdcError(
+                f"{part.topic}[{part.partition}]: {n - len(part.events)} records done but {len(acks)} acknowledged "
+                f"offsets seen and {len(part.events)} records left after a flush"
+            )
 
     def _produce_internal(self, topic: str, key: bytes, value: bytes) -> None:
         while True:
