@@ -413,55 +413,66 @@ class Replicator:
                 next_status = now + status_interval_s
 
     def _copy(self, messages: list[Any]) -> None:
-        """Produce a copy of each record (or note the original of a record that came from the target)."""
+        """Produce a copy of each record (or note the original of a record that came from the target).
+
+        The loop runs once per record: what belongs to a partition is looked up when the partition
+        changes (a batch comes in runs of one partition), not per record.
+        """
         now_ms = int(time.time() * 1000)
         parts = self._parts
         produce = self._producer.produce
         target_id = self.target_id
         provenance = self.options.provenance
         copied = size = 0
-        part: _Partition | None = None
+        part: Any = None
+        partition = -1
+        target_topic, target_partition = "", -1
+        on_delivery: Any = None
+        encoder: Any = None
+        done: Any = None
         for msg in messages:
             if msg.error() is not None:
                 self._consume_error(msg.error())
                 continue
-            partition = msg.partition()
-            if part is None or part.partition != partition or part.topic != msg.topic():  # batches come in runs
+            if msg.partition() != partition or msg.topic() != part.topic:
+                partition = msg.partition()
                 part = parts[(msg.topic(), partition)]
+                target_topic, target_partition = part.target_topic, part.target_partition
+                on_delivery, encoder, done = part.on_delivery, part.encoder, part.events.append
             offset = msg.offset()
             headers = msg.headers()
             if headers is not None:
                 for header in headers:
                     if header[0] == HEADER:
-                        hop = origin_on(headers, target_id, part.target_topic)
+                        hop = origin_on(headers, target_id, target_topic)
                         break
                 else:
                     hop = None
                 if hop is not None:
-                    counterpart = hop.offset if part.keep and hop.partition == part.partition else None
-                    part.events.append((offset, counterpart))
+                    counterpart = hop.offset if part.keep and hop.partition == partition else None
+                    done((offset, counterpart))
                     part.skips += 1
                     part.next_offset = offset + 1
                     self.stats.skipped_loops += 1
                     continue
             if provenance:
-                stamp = (HEADER, part.encoder(offset, now_ms))
+                stamp = (HEADER, encoder(offset, now_ms))
                 if headers is None:
                     headers = [stamp]
                 else:
                     headers.append(stamp)  # a new list per call of ``Message.headers()``, ours to change
             kind, ts = msg.timestamp()
-            value, key = msg.value(), msg.key()
+            value = msg.value()
             while True:
                 try:
                     produce(
-                        part.target_topic,
+                        target_topic,
                         value,
-                        key,
-                        part.target_partition,
+                        msg.key(),
+                        target_partition,
                         timestamp=ts if kind else 0,
                         headers=headers,
-                        on_delivery=part.on_delivery,
+                        on_delivery=on_delivery,
                     )
                     break
                 except BufferError:
@@ -469,7 +480,7 @@ class Replicator:
                     self._check()
                 except KafkaException as exc:
                     raise self._produce_error(exc, part, offset) from exc
-            part.events.append(offset)
+            done(offset)
             part.next_offset = offset + 1
             copied += 1
             if value is not None:
