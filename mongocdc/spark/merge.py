@@ -184,7 +184,10 @@ def rank(src: int, unique: bool) -> Column:
 
     Two more fields break ties: ``src`` (1 for state rows, so a batch applied again loses to the
     state it already produced) and, with ``unique``, a row id, so exact copies within a batch
-    leave one winner.
+    leave one winner. The row id depends on where a row sits in its partition, so a batch must
+    read the same rows in the same partitions each time it is evaluated: the job caches each
+    micro-batch (a Kafka micro-batch also reads the same offset ranges again), and local
+    DataFrames are fixed.
     """
     rid = F.monotonically_increasing_id() if unique else F.lit(0).cast("long")
     return F.struct(
