@@ -166,7 +166,6 @@ class Replicator:
         self.target_id = ""
         self._parts: dict[tuple[str, int], _Partition] = {}
         self._by_target: dict[tuple[str, int], _Partition] = {}
-        self._acks: dict[tuple[str, int], list[int]] = {}  # the ``acks`` list of each kept target partition
         self._topic_counts: dict[str, int] = {}
         self._syncs: dict[tuple[str, int], OffsetSync] = {}
         self._points: dict[tuple[str, int], list[Point]] = {}
@@ -231,25 +230,21 @@ class Replicator:
         assert self._renamer is not None
         source_topics = self.source.topics()
         selected = self._topics.select(source_topics)
-        target_topics: dict[str, int] | None = None
-        committed: dict[tuple[str, int], int] | None = None
+        grown = [(t, source_topics[t], self._topic_counts.get(t, 0)) for t in selected]
+        grown = [(topic, count, known) for topic, count, known in grown if count > known]
         assignments: list[TopicPartition] = []
-        for topic in selected:
-            count = source_topics[topic]
-            known = self._topic_counts.get(topic, 0)
-            if count <= known:
-                continue
-            if target_topics is None:
-                target_topics = self.target.topics()
-                # read with the admin client: asking the copying consumer makes librdkafka hold its
-                # first fetch back for about a second
-                committed = self.source.committed(self.options.group_id)
-            target_topic = self._renamer(topic)
-            keep = self._target_topic_for(topic, target_topic, count, known, target_topics)
-            for partition in range(known, count):
-                part = self._init_partition(topic, partition, target_topic, keep, committed or {})
-                assignments.append(TopicPartition(topic, partition, part.next_offset))
-            self._topic_counts[topic] = count
+        if grown:
+            target_topics = self.target.topics()
+            # read with the admin client: asking the copying consumer makes librdkafka hold its
+            # first fetch back for about a second
+            committed = self.source.committed(self.options.group_id)
+            for topic, count, known in grown:
+                target_topic = self._renamer(topic)
+                keep = self._target_topic_for(topic, target_topic, count, known, target_topics)
+                for partition in range(known, count):
+                    part = self._init_partition(topic, partition, target_topic, keep, committed)
+                    assignments.append(TopicPartition(topic, partition, part.next_offset))
+                self._topic_counts[topic] = count
         if assignments:
             self._consumer.incremental_assign(assignments)
             log.info("replicating %d more partitions: %s", len(assignments), _describe(assignments))
@@ -320,7 +315,6 @@ class Replicator:
         self._parts[(topic, partition)] = part
         if keep:
             self._by_target[(target_topic, partition)] = part
-            self._acks[(target_topic, partition)] = part.acks
             part.on_delivery = self._acknowledger(part.acks)
         else:
             part.on_delivery = self._delivered
@@ -502,12 +496,12 @@ class Replicator:
         return acknowledged
 
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
-        """Every delivery report (librdkafka's thread-safe queue, served by ``poll``/``flush`` on this thread)."""
-        if err is None:
-            acks = self._acks.get((msg.topic(), msg.partition()))
-            if acks is not None:
-                acks.append(msg.offset())
-        else:
+        """The other delivery reports (internal records, copies partitioned by key): only failures matter.
+
+        Reports are served by ``poll``/``flush`` on the copy loop's thread; a kept partition's copies
+        report to its own callback (``_acknowledger``).
+        """
+        if err is not None:
             self._fail(self._delivery_error(err, msg))
 
     def _fail(self, error: MongocdcError) -> None:
@@ -637,7 +631,7 @@ class Replicator:
             part.done = part.next_offset
             return
         events, acks = part.events, part.acks[:]
-        part.acks.clear()  # the same list stays registered for delivery reports
+        part.acks.clear()  # the same list: the partition's delivery callback appends to it
         n = len(events)
         if not part.skips and not part.early and acks:
             k = len(acks)
