@@ -83,7 +83,7 @@ class BatchApplier:
                 table = state_table(
                     self.spark, self.options.table_format, self.options.warehouse, db, collection, self.payload
                 )
-                table.apply(subset)
+                table.apply(subset, int(row["count"]))
                 if self.options.changelog:
                     append_changelog(
                         self.spark,

@@ -110,7 +110,8 @@ class ParquetTable:
     path: str
     payload: StructType
 
-    def apply(self, changes: DataFrame) -> None:
+    def apply(self, changes: DataFrame, size: int) -> None:
+        """Apply one batch of this collection's changes (``size`` of them, counted by the caller)."""
         fs = HadoopFs(self.spark)
         versions = parquet_versions(fs, self.path)
         version = (versions[-1] + 1) if versions else 1
@@ -127,7 +128,7 @@ class ParquetTable:
         decision = m.Decision(
             rows.unionByName(markers, allowMissingColumns=True),
             changes,
-            broadcast=m.applicable(changes).count() <= m.BROADCAST_MAX_ROWS,
+            broadcast=size <= m.BROADCAST_MAX_ROWS,
             whole_state=True,
         ).materialize()
         applied = decision.applied()
@@ -154,15 +155,15 @@ class DeltaTable:
     deleted: str
     payload: StructType
 
-    def apply(self, changes: DataFrame) -> None:
+    def apply(self, changes: DataFrame, size: int) -> None:
+        """Apply one batch of this collection's changes (``size`` of them, counted by the caller)."""
         from delta.tables import DeltaTable as Delta
 
         fs = HadoopFs(self.spark)
         candidates = m.applicable(changes)
         has_rows, has_markers = is_delta_table(fs, self.path), is_delta_table(fs, self.deleted)
-        batch = candidates.count()
-        broadcast = batch <= m.BROADCAST_MAX_ROWS
-        if has_rows and has_markers and self._large(batch):
+        broadcast = size <= m.BROADCAST_MAX_ROWS
+        if has_rows and has_markers and self._large(size):
             self._rewrite(candidates, broadcast)
             return
         columns = self._columns
