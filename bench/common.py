@@ -36,14 +36,15 @@ class Timing:
         return self.items / self.seconds if self.seconds > 0 else 0.0
 
 
-def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
+def create_topics(bootstrap: str, topics: list[str], partitions: int, *, append_time: bool = True) -> None:
     """Create ``topics`` up front, so neither side pays for auto-creation in its timed run.
 
     The broker stamps every record with its append time (``LogAppendTime``), so a run's end can be
     read from the topic afterwards instead of polling it tightly while the run competes for the CPU.
+    ``append_time=False`` keeps the producers' timestamps (a topic whose records are the input).
     """
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    config = {"message.timestamp.type": "LogAppendTime"}
+    config = {"message.timestamp.type": "LogAppendTime"} if append_time else {}
     futures = admin.create_topics(
         [NewTopic(t, num_partitions=partitions, replication_factor=1, config=config) for t in topics]
     )

@@ -25,10 +25,12 @@ such topics are translated by timestamp.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -362,7 +364,8 @@ class Replicator:
         poller = _GroupOffsetsPoller(self.group_offsets, opts.checkpoint_interval_s)
         poller.start()
         try:
-            self._loop(stop, consume, poller, on_status, status_interval_s)
+            with _fewer_young_collections():
+                self._loop(stop, consume, poller, on_status, status_interval_s)
         finally:
             poller.stop()
         self.commit(drain=True)
@@ -763,6 +766,38 @@ class Replicator:
             self._producer = None
         self.source.close()
         self.target.close()
+
+
+YOUNG_GC_THRESHOLD = 20_000
+_gc_lock = threading.Lock()
+_gc_users = 0
+_gc_saved: tuple[int, int, int] | None = None
+
+
+@contextlib.contextmanager
+def _fewer_young_collections() -> Iterator[None]:
+    """Run the copy loop with the cyclic collector's youngest generation collected less often.
+
+    Every record allocates a few short-lived, acyclic objects (the consumed message, its header list,
+    the delivery report's message), so the default threshold of 700 ran a young collection every
+    150 records or so, about 7 % of the loop's CPU. Collections still run, every 20,000 allocations.
+    Process-wide, so counted: the previous threshold comes back when the last running loop ends.
+    """
+    global _gc_users, _gc_saved
+    with _gc_lock:
+        if _gc_users == 0:
+            _gc_saved = gc.get_threshold()
+            if _gc_saved[0] and _gc_saved[0] < YOUNG_GC_THRESHOLD:
+                gc.set_threshold(YOUNG_GC_THRESHOLD, *_gc_saved[1:])
+        _gc_users += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_users -= 1
+            if _gc_users == 0 and _gc_saved is not None:
+                gc.set_threshold(*_gc_saved)
+                _gc_saved = None
 
 
 def _describe(assignments: list[TopicPartition]) -> str:
