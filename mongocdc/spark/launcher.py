@@ -103,7 +103,12 @@ def plan_conf(plan: LaunchPlan, spark_packages: environment.SparkPackages) -> di
     if delta:
         conf.update(DELTA_CONF)
     if plan.is_local:
-        conf["spark.sql.shuffle.partitions"] = str(max(2, os.cpu_count() or 2))
+        cores = str(max(2, os.cpu_count() or 2))
+        conf["spark.sql.shuffle.partitions"] = cores
+        if delta:
+            # Delta rebuilds a table's file list after every commit in this many tasks (50 by default):
+            # on one machine that was most of a small batch's time
+            conf["spark.databricks.delta.snapshotPartitions"] = cores
         conf["spark.pyspark.python"] = sys.executable
         conf["spark.pyspark.driver.python"] = sys.executable
     conf["spark.ui.showConsoleProgress"] = "false"

@@ -20,7 +20,7 @@ apart from the table analysts read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812
@@ -190,16 +190,7 @@ def rank(src: int, unique: bool) -> Column:
     DataFrames are fixed.
     """
     rid = F.monotonically_increasing_id() if unique else F.lit(0).cast("long")
-    return F.struct(
-        F.col("_ts_ms").alias("ts_ms"),
-        F.col("_ord").alias("ord"),
-        F.when(F.col("_op") == "r", 0).otherwise(1).alias("streamed"),
-        F.col("_txn_order").alias("txn_order"),
-        F.col("_kafka_partition").alias("partition"),
-        F.col("_kafka_offset").alias("offset"),
-        F.lit(src).alias("src"),
-        rid.alias("rid"),
-    )
+    return F.struct(position().alias("position"), F.lit(src).alias("src"), rid.alias("rid"))
 
 
 def key_columns(df: DataFrame) -> list[str]:
@@ -293,7 +284,25 @@ def payload_schema(columns: StructType | None) -> StructType:
     return columns
 
 
-def position_differs(left: str, right: str) -> str:
-    """SQL: the two aliases' positions differ (used as a MERGE condition)."""
-    cols: list[Any] = ["_op", "_ts_ms", "_ord", "_txn_order", "_kafka_partition", "_kafka_offset"]
-    return " OR ".join(f"NOT ({left}.{c} <=> {right}.{c})" for c in cols)
+def position(alias: str | None = None) -> Column:
+    """A row's position without the tie-breakers (:func:`rank`'s first six fields), of ``alias`` when given."""
+
+    def col(name: str) -> Column:
+        return F.col(f"{alias}.{name}" if alias else name)
+
+    return F.struct(
+        col("_ts_ms").alias("ts_ms"),
+        col("_ord").alias("ord"),
+        F.when(col("_op") == "r", 0).otherwise(1).alias("streamed"),
+        col("_txn_order").alias("txn_order"),
+        col("_kafka_partition").alias("partition"),
+        col("_kafka_offset").alias("offset"),
+    )
+
+
+def newer(left: str, right: str) -> Column:
+    """The row ``left`` is strictly newer than the row ``right`` (aliases; a MERGE condition).
+
+    Strictly: on an equal position the existing row stays, so applying a batch again changes nothing.
+    """
+    return position(left) > position(right)

@@ -5,10 +5,14 @@ Both sinks apply one batch of one collection with the same decision function
 re-runs the last batch after a crash) changes nothing.
 
 *Delta*: the table ``<warehouse>/<db>/<collection>`` holds the documents, a second Delta
-table under ``_mongocdc/deleted`` the delete markers; the batch is merged with the state rows
-of its keys only, and only the keys whose newest position came with the batch go into the
-``MERGE`` of both tables. New tables get deletion vectors (``DELTA_CONF``), so a MERGE
-marks replaced rows instead of rewriting every file it touches.
+table under ``_mongocdc/deleted`` the delete markers. A batch keeps its newest change per key
+when it is newer than the key's markers, and goes into one ``MERGE`` of the rows table whose
+conditions take a change only when it is newer than the row it matches; the deletes among
+them are then appended to the marker table. Markers are append-only there (the newest marker
+of a key counts; one older than the key's row decides nothing), and a batch large against the
+table rewrites both tables instead, keeping only the markers that still decide. New tables get
+deletion vectors (``DELTA_CONF``), so a MERGE marks replaced rows instead of rewriting every
+file it touches.
 
 *Parquet*: each batch writes a complete new version of the table (documents and markers)
 to ``<table>/_versions/<N>/``; only then is ``<table>/_commits/<N>`` created, and that empty
@@ -166,46 +170,30 @@ class DeltaTable:
         if has_rows and has_markers and self._large(size):
             self._rewrite(candidates, broadcast)
             return
-        columns = self._columns
-        state: DataFrame | None = None
-        if has_rows:
-            state = Delta.forPath(self.spark, self.path).toDF()
-        if has_markers:
-            markers = Delta.forPath(self.spark, self.deleted).toDF()
-            state = markers if state is None else state.unionByName(markers, allowMissingColumns=True)
-        # Only the changes newer than their key's state change anything (stale replays drop out).
-        decided = m.Decision(state, candidates, broadcast=broadcast).applied().localCheckpoint()
-
-        rows = decided.select(*columns)
+        # Only the batch's newest change per key, and only when newer than the key's delete marker:
+        # the marker table is narrow, so this reads no documents. The rows table is compared inside
+        # the MERGE, whose conditions take a change only when it is newer than the row it matches.
+        markers = Delta.forPath(self.spark, self.deleted).toDF() if has_markers else None
+        decided = m.Decision(markers, candidates, broadcast=broadcast).applied().localCheckpoint()
+        rows = decided.select(*self._columns)
         if not has_rows:
             m.live_rows(rows).write.format("delta").mode("append").save(self.path)
         else:
+            newer = m.newer("s", "t")
             (
                 Delta.forPath(self.spark, self.path)
                 .alias("t")
                 .merge(rows.alias("s"), "t._key = s._key")
-                .whenMatchedDelete(condition="s._op = 'd'")
-                .whenMatchedUpdateAll(condition=m.position_differs("s", "t"))
-                .whenNotMatchedInsertAll(condition="s._op != 'd'")
+                .whenMatchedDelete(condition=(F.col("s._op") == "d") & newer)
+                .whenMatchedUpdateAll(condition=(F.col("s._op") != "d") & newer)
+                .whenNotMatchedInsertAll(condition=F.col("s._op") != "d")
                 .execute()
             )
-        if not has_markers:
-            m.delete_markers(decided).write.format("delta").mode("append").save(self.deleted)
-            return
-        # markers to add (deletes) and to drop (keys marked before that are back now)
-        marked_keys = Delta.forPath(self.spark, self.deleted).toDF().select("_key")
-        touched = decided.where("_op = 'd'").unionByName(
-            decided.where("_op != 'd'").join(marked_keys, "_key", "left_semi")
-        )
-        (
-            Delta.forPath(self.spark, self.deleted)
-            .alias("t")
-            .merge(touched.select(*m.META_COLUMNS).alias("s"), "t._key = s._key")
-            .whenMatchedDelete(condition="s._op != 'd'")
-            .whenMatchedUpdateAll(condition=m.position_differs("s", "t"))
-            .whenNotMatchedInsertAll(condition="s._op = 'd'")
-            .execute()
-        )
+        # After the rows, never before: a marker written first and a crash before the MERGE would
+        # make the batch's delete lose to its own marker when the batch is applied again.
+        new_markers = m.delete_markers(decided)
+        if not has_markers or not new_markers.isEmpty():
+            new_markers.write.format("delta").mode("append").save(self.deleted)
 
     @property
     def _columns(self) -> list[str]:

@@ -83,3 +83,93 @@ def test_batches_of_several_collections_become_tables_and_a_rerun_batch_changes_
         assert parquet_versions(fs, orders_table) == [2, 3, 4]
         assert len(fs.names(f"{orders_table}/_versions")) == 3
         assert documents(read_table(spark, orders_table)) == expected_orders
+
+
+@pytest.mark.parametrize("crash", [None, "at the markers", "at the rows"])
+def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys_back(
+    spark: Any, tmp_path: Path, crash: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Delete, re-insert, stale replays in between, delete again, each in its own small batch.
+
+    With ``crash``, every batch first dies when it writes the markers (or the rows) and is then
+    applied again, as Spark does after a crash: whatever the first attempt wrote, nothing stale
+    may come back.
+    """
+    from mongocdc.spark import sinks
+    from mongocdc.spark.job import BatchApplier
+    from mongocdc.spark.options import JobOptions, TableFormat, deleted_path, table_path
+    from mongocdc.spark.sinks import read_table
+
+    monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
+    warehouse = str(tmp_path / "wh")
+    options = JobOptions(
+        bootstrap_servers="unused:9092",
+        warehouse=warehouse,
+        checkpoint=str(tmp_path / "cp"),
+        table_format=TableFormat.delta,
+    )
+    apply = BatchApplier(spark, options)
+    t = Topic("it.shop.orders")
+    batches = [
+        [
+            t.add(envelope("r", 1, {"v": "snap"}, ts_ms=1000, snapshot="true")),
+            t.add(envelope("c", 2, {"v": "x"}, ts_ms=1500)),
+        ],
+        [t.add(envelope("u", 1, {"v": "a"}, ts_ms=2000)), t.add(envelope("d", 1, None, ts_ms=3000))],
+        [t.add(envelope("u", 1, {"v": "a"}, ts_ms=2000))],  # a replay of the update before the delete
+        [t.add(envelope("c", 1, {"v": "back"}, ts_ms=4000))],  # the key comes back
+        [
+            t.add(envelope("u", 1, {"v": "a"}, ts_ms=2000)),
+            t.add(envelope("r", 1, {"v": "snap"}, ts_ms=1000, snapshot="true")),
+        ],
+        [t.add(envelope("d", 1, None, ts_ms=3000))],  # a replay of the first delete: older than the row
+        [t.add(envelope("u", 1, {"v": "newest"}, ts_ms=5000)), t.add(envelope("d", 2, None, ts_ms=5000))],
+        [t.add(envelope("d", 1, None, ts_ms=6000))],
+        [t.add(envelope("u", 1, {"v": "newest"}, ts_ms=5000)), t.add(envelope("c", 2, {"v": "x"}, ts_ms=1500))],
+    ]
+    expected = [
+        {1: {"_id": 1, "v": "snap"}, 2: {"_id": 2, "v": "x"}},
+        {2: {"_id": 2, "v": "x"}},
+        {2: {"_id": 2, "v": "x"}},
+        {1: {"_id": 1, "v": "back"}, 2: {"_id": 2, "v": "x"}},
+        {1: {"_id": 1, "v": "back"}, 2: {"_id": 2, "v": "x"}},
+        {1: {"_id": 1, "v": "back"}, 2: {"_id": 2, "v": "x"}},
+        {1: {"_id": 1, "v": "newest"}},
+        {},
+        {},
+    ]
+    table = table_path(warehouse, "shop", "orders")
+    from delta.tables import DeltaMergeBuilder
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    real_save, real_merge = DataFrameWriter.save, DeltaMergeBuilder.execute
+    crashes = 0
+
+    def save_failing_on_markers(writer: Any, path: str | None = None, *args: Any, **kwargs: Any) -> None:
+        nonlocal crashes
+        if path == deleted_path(warehouse, "shop", "orders"):
+            crashes += 1
+            raise RuntimeError("crash")
+        real_save(writer, path, *args, **kwargs)
+
+    def merge_failing(builder: Any) -> None:
+        nonlocal crashes
+        crashes += 1
+        raise RuntimeError("crash")
+
+    for number, (batch, want) in enumerate(zip(batches, expected, strict=True)):
+        if crash and number:
+            with monkeypatch.context() as patched:
+                if crash == "at the markers":
+                    patched.setattr(DataFrameWriter, "save", save_failing_on_markers)
+                else:
+                    patched.setattr(DeltaMergeBuilder, "execute", merge_failing)
+                try:
+                    apply(records(spark, batch), number)
+                except RuntimeError as exc:
+                    assert str(exc) == "crash"
+        apply(records(spark, batch), number)
+        assert documents(read_table(spark, table)) == want, f"after batch {number}"
+    # markers: the batches with a delete newer than its key's markers; rows: every batch after the first
+    assert crashes == {None: 0, "at the markers": 4, "at the rows": len(batches) - 1}[crash]
+    assert real_merge is DeltaMergeBuilder.execute

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,21 @@ def test_java_version_parsing() -> None:
     assert environment.parse_java_version('java version "1.8.0_392"') == 8
     assert environment.parse_java_version('openjdk version "21" 2023-09-19') == 21
     assert environment.parse_java_version("garbage") is None
+
+
+def test_local_runs_size_shuffles_and_delta_snapshots_to_the_machine() -> None:
+    from mongocdc.spark.launcher import LaunchPlan, plan_conf
+
+    options = JobOptions(bootstrap_servers="b:9092", warehouse="/w", checkpoint="/c", table_format=TableFormat.delta)
+    spark_packages = environment.packages_for_installed()
+    cores = str(max(2, os.cpu_count() or 2))
+    local = plan_conf(LaunchPlan(options, master="local[*]"), spark_packages)
+    assert local["spark.sql.shuffle.partitions"] == cores
+    assert local["spark.databricks.delta.snapshotPartitions"] == cores
+    user = plan_conf(LaunchPlan(options, conf={"spark.databricks.delta.snapshotPartitions": "8"}), spark_packages)
+    assert user["spark.databricks.delta.snapshotPartitions"] == "8"  # --conf wins
+    cluster = plan_conf(LaunchPlan(options, master="yarn"), spark_packages)
+    assert "spark.databricks.delta.snapshotPartitions" not in cluster
+    assert "spark.sql.shuffle.partitions" not in cluster
+    parquet = replace(options, table_format=TableFormat.parquet)
+    assert "spark.databricks.delta.snapshotPartitions" not in plan_conf(LaunchPlan(parquet), spark_packages)
