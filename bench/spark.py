@@ -23,10 +23,11 @@ import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import Timing, comparison, ratio_row
+from bench.common import Timing, comparison, median, ratio_row
 
 log = logging.getLogger("bench.spark")
 
@@ -42,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--spark-format", choices=("auto", "delta", "parquet"), default="auto", help="spark table format (auto)"
     )
+    parser.add_argument(
+        "--spark-small-events",
+        type=int,
+        default=200,
+        help="changes per small batch of the spark benchmark's latency row (200; 0: skip)",
+    )
 
 
 def _session(table_format: str) -> Any:
@@ -52,8 +59,8 @@ def _session(table_format: str) -> Any:
     return session
 
 
-def _events(spark: Any, path: str, *, first: int, count: int, kind: str) -> None:
-    """Write ``count`` Kafka-shaped change records for keys from ``first`` as Parquet."""
+def _events(spark: Any, path: str, *, first: int, count: int, kind: str, later: int = 0) -> None:
+    """Write ``count`` Kafka-shaped change records for keys from ``first`` as Parquet (``later``: ms added to ts_ms)."""
     from pyspark.sql import functions as F  # noqa: N812
 
     ids = spark.range(count).withColumn("i", F.col("id"))
@@ -67,7 +74,7 @@ def _events(spark: Any, path: str, *, first: int, count: int, kind: str) -> None
         op = F.when(bucket < 6, "u").when(bucket < 8, "c").when(bucket < 9, "d").otherwise("u")
         # updates and deletes hit existing keys, inserts new ones; bucket 9 replays an old update
         key = F.when(bucket.isin(6, 7), F.col("i") + first).otherwise(F.col("i"))
-        ts = F.when(bucket == 9, F.lit(1_500_000)).otherwise(F.lit(2_000_000) + F.col("i"))
+        ts = F.when(bucket == 9, F.lit(1_500_000)).otherwise(F.lit(2_000_000 + later) + F.col("i"))
         ord_ = F.lit(1)
     doc = F.to_json(
         F.struct(key.alias("_id"), F.lit("customer").alias("name"), F.col("i").alias("qty"), pad.alias("note"))
@@ -110,14 +117,17 @@ def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
         _events(spark, snapshot, first=0, count=args.spark_rows, kind="snapshot")
         _events(spark, changes, first=args.spark_rows, count=args.spark_events, kind="changes")
 
-        def run_mongocdc(tag: str) -> Timing:
-            warehouse = root / f"wh-{tag}"
-            options = JobOptions(
+        def options_for(tag: str) -> JobOptions:
+            return JobOptions(
                 bootstrap_servers="unused:9092",
-                warehouse=str(warehouse),
+                warehouse=str(root / f"wh-{tag}"),
                 checkpoint=str(root / f"cp-{tag}"),
                 table_format=table_format,
             )
+
+        def run_mongocdc(tag: str) -> Timing:
+            options = options_for(tag)
+            warehouse = Path(options.warehouse)
             apply = BatchApplier(spark, options)
             apply(spark.read.parquet(snapshot), 0)  # the 100 k-row table, not timed
             t0 = time.perf_counter()
@@ -153,16 +163,51 @@ def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
                     timing.seconds,
                     timing.rate,
                 )
+        small = (
+            _small_batches(spark, args, root, snapshot, run_options=options_for) if args.spark_small_events else None
+        )
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
     return {
+        "small_batches": small,
         "events": args.spark_events,
         "table_rows": args.spark_rows,
         "format": table_format.value,
         **versions,
         **comparison(mine, bare, TARGET_RATIO),
     }
+
+
+def _small_batches(
+    spark: Any, args: argparse.Namespace, root: Path, snapshot: str, *, run_options: Callable[[str], Any]
+) -> dict[str, Any]:
+    """Seconds per small micro-batch (``--spark-small-events`` changes) into the same table: the fixed cost of a batch.
+
+    What a streaming job with a short trigger interval pays every batch. The plain read-and-write of the
+    same small batch is shown next to it; there is no target.
+    """
+    from mongocdc.spark.job import BatchApplier
+
+    count = args.spark_small_events
+    apply = BatchApplier(spark, run_options("small"))
+    apply(spark.read.parquet(snapshot), 0)  # the table, not timed
+    mine: list[float] = []
+    bare: list[float] = []
+    for n in range(args.repeat + 1):  # the first batch of each side is a warm-up
+        changes = str(root / f"small-{n}")
+        # each batch newer than the one before: its updates and deletes of the same keys all apply
+        _events(spark, changes, first=args.spark_rows + n * count, count=count, kind="changes", later=n * 1_000_000)
+        t0 = time.perf_counter()
+        apply(spark.read.parquet(changes), n + 1)
+        mine.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        spark.read.parquet(changes).write.format(apply.options.table_format.value).mode("overwrite").save(
+            str(root / f"small-plain-{n}")
+        )
+        bare.append(time.perf_counter() - t0)
+        log.info("spark small batch %d: mongocdc %.2f s, plain read+write %.2f s", n, mine[-1], bare[-1])
+    return {"events": count, "mongocdc_s": median(mine[1:]), "baseline_s": median(bare[1:])}
 
 
 def render(result: dict[str, Any]) -> list[str]:
@@ -172,4 +217,12 @@ def render(result: dict[str, Any]) -> list[str]:
         ratio_row(label, result),
         f"  spark runs (events/s): mongocdc {result['mongocdc']['rates']}  "
         f"plain read+write {result['baseline']['rates']}",
+        *(
+            [
+                f"  small batches ({small['events']} changes -> {result['table_rows'] // 1000} k rows, median s per "
+                f"batch): mongocdc {small['mongocdc_s']:.2f}  plain read+write {small['baseline_s']:.2f}  (no target)"
+            ]
+            if (small := result.get("small_batches"))
+            else []
+        ),
     ]
