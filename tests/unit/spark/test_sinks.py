@@ -13,6 +13,22 @@ from tests.spark_support import Topic, documents, envelope, records
 pytestmark = pytest.mark.spark
 
 
+def applier(spark: Any, tmp_path: Path, table_format: str, **options: Any) -> tuple[Any, str]:
+    """The job's batch function over a warehouse in ``tmp_path``, and the warehouse."""
+    from mongocdc.spark.job import BatchApplier
+    from mongocdc.spark.options import JobOptions, TableFormat
+
+    warehouse = str(tmp_path / "wh")
+    job = JobOptions(
+        bootstrap_servers="unused:9092",
+        warehouse=warehouse,
+        checkpoint=str(tmp_path / "cp"),
+        table_format=TableFormat(table_format),
+        **options,
+    )
+    return BatchApplier(spark, job), warehouse
+
+
 @pytest.mark.parametrize("table_format", ["delta", "delta-rewrite", "parquet"])
 def test_batches_of_several_collections_become_tables_and_a_rerun_batch_changes_nothing(
     spark: Any, tmp_path: Path, table_format: str, monkeypatch: pytest.MonkeyPatch
@@ -25,20 +41,10 @@ def test_batches_of_several_collections_become_tables_and_a_rerun_batch_changes_
         table_format = "delta"
     else:
         monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
-    from mongocdc.spark.job import BatchApplier
-    from mongocdc.spark.options import JobOptions, TableFormat, changelog_path, table_path
+    from mongocdc.spark.options import changelog_path, table_path
     from mongocdc.spark.sinks import HadoopFs, parquet_versions, read_changelog, read_table
 
-    warehouse = str(tmp_path / "wh")
-    options = JobOptions(
-        bootstrap_servers="unused:9092",
-        warehouse=warehouse,
-        checkpoint=str(tmp_path / "cp"),
-        table_format=TableFormat(table_format),
-        changelog=True,
-        skip_topics=r"it\.transaction",
-    )
-    apply = BatchApplier(spark, options)
+    apply, warehouse = applier(spark, tmp_path, table_format, changelog=True, skip_topics=r"it\.transaction")
     orders, users = Topic("it.shop.orders"), Topic("it.crm.users")
     user = {"db": "crm", "collection": "users"}
     batch0 = [
@@ -96,19 +102,11 @@ def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys
     may come back.
     """
     from mongocdc.spark import sinks
-    from mongocdc.spark.job import BatchApplier
-    from mongocdc.spark.options import JobOptions, TableFormat, deleted_path, table_path
+    from mongocdc.spark.options import deleted_path, table_path
     from mongocdc.spark.sinks import read_table
 
     monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
-    warehouse = str(tmp_path / "wh")
-    options = JobOptions(
-        bootstrap_servers="unused:9092",
-        warehouse=warehouse,
-        checkpoint=str(tmp_path / "cp"),
-        table_format=TableFormat.delta,
-    )
-    apply = BatchApplier(spark, options)
+    apply, warehouse = applier(spark, tmp_path, "delta")
     t = Topic("it.shop.orders")
     batches = [
         [
