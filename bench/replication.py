@@ -135,7 +135,7 @@ def plain_loop(source: str, target: str, topic: str, target_topic: str, count: i
     return Timing(done, seconds, {"process_cpu": cpu})
 
 
-def mongocdc_loop(source: str, target: str, topic: str, suffix: str, count: int, partitions: int) -> Timing:
+def mongocdc_loop(source: str, target: str, topic: str, suffix: str, count: int) -> Timing:
     """``wiring.replicator`` from settings; the clock runs from ``run()`` until the target appended every record."""
     from mongocdc import wiring
     from mongocdc.config import load_settings
@@ -189,7 +189,7 @@ def bench_replication(args: argparse.Namespace) -> dict[str, Any]:
                 return plain_loop(source, target, topic, plain_topic, count, partitions)
 
             def run_mine(tag: str = tag) -> Timing:
-                return mongocdc_loop(source, target, topic, f"m{tag}", count, partitions)
+                return mongocdc_loop(source, target, topic, f"m{tag}", count)
 
             pair: list[tuple[str, Callable[[], Timing]]] = [("baseline", run_plain), ("mongocdc", run_mine)]
             for name, fn in pair if index % 2 == 0 else reversed(pair):

@@ -23,7 +23,6 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -163,9 +162,7 @@ def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
                     timing.seconds,
                     timing.rate,
                 )
-        small = (
-            _small_batches(spark, args, root, snapshot, run_options=options_for) if args.spark_small_events else None
-        )
+        small = _small_batches(spark, args, root, snapshot, options_for("small")) if args.spark_small_events else None
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -179,9 +176,7 @@ def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _small_batches(
-    spark: Any, args: argparse.Namespace, root: Path, snapshot: str, *, run_options: Callable[[str], Any]
-) -> dict[str, Any]:
+def _small_batches(spark: Any, args: argparse.Namespace, root: Path, snapshot: str, options: Any) -> dict[str, Any]:
     """Seconds per small micro-batch (``--spark-small-events`` changes) into the same table: the fixed cost of a batch.
 
     What a streaming job with a short trigger interval pays every batch. The plain read-and-write of the
@@ -190,7 +185,7 @@ def _small_batches(
     from mongocdc.spark.job import BatchApplier
 
     count = args.spark_small_events
-    apply = BatchApplier(spark, run_options("small"))
+    apply = BatchApplier(spark, options)
     apply(spark.read.parquet(snapshot), 0)  # the table, not timed
     mine: list[float] = []
     bare: list[float] = []
@@ -202,7 +197,7 @@ def _small_batches(
         apply(spark.read.parquet(changes), n + 1)
         mine.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        spark.read.parquet(changes).write.format(apply.options.table_format.value).mode("overwrite").save(
+        spark.read.parquet(changes).write.format(options.table_format.value).mode("overwrite").save(
             str(root / f"small-plain-{n}")
         )
         bare.append(time.perf_counter() - t0)
@@ -213,16 +208,15 @@ def _small_batches(
 def render(result: dict[str, Any]) -> list[str]:
     """Lines of the report table for the spark benchmark."""
     label = f"spark merge ({result['events'] // 1000} k -> {result['table_rows'] // 1000} k rows, {result['format']})"
-    return [
+    lines = [
         ratio_row(label, result),
         f"  spark runs (events/s): mongocdc {result['mongocdc']['rates']}  "
         f"plain read+write {result['baseline']['rates']}",
-        *(
-            [
-                f"  small batches ({small['events']} changes -> {result['table_rows'] // 1000} k rows, median s per "
-                f"batch): mongocdc {small['mongocdc_s']:.2f}  plain read+write {small['baseline_s']:.2f}  (no target)"
-            ]
-            if (small := result.get("small_batches"))
-            else []
-        ),
     ]
+    small = result.get("small_batches")
+    if small:
+        lines.append(
+            f"  small batches ({small['events']} changes -> {result['table_rows'] // 1000} k rows, median s per "
+            f"batch): mongocdc {small['mongocdc_s']:.2f}  plain read+write {small['baseline_s']:.2f}  (no target)"
+        )
+    return lines

@@ -167,7 +167,6 @@ class Replicator:
         self.source_id = ""
         self.target_id = ""
         self._parts: dict[tuple[str, int], _Partition] = {}
-        self._by_target: dict[tuple[str, int], _Partition] = {}
         self._topic_counts: dict[str, int] = {}
         self._syncs: dict[tuple[str, int], OffsetSync] = {}
         self._points: dict[tuple[str, int], list[Point]] = {}
@@ -315,11 +314,7 @@ class Replicator:
         part = _Partition(topic, partition, target_topic, keep, tracker, encoder, start, seq)
         part.early = early
         self._parts[(topic, partition)] = part
-        if keep:
-            self._by_target[(target_topic, partition)] = part
-            part.on_delivery = self._acknowledger(part.acks)
-        else:
-            part.on_delivery = self._delivered
+        part.on_delivery = self._acknowledger(part.acks) if keep else self._delivered
         return part
 
     def _scan_tail(
