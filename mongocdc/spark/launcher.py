@@ -34,6 +34,8 @@ DELTA_CONF = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     # MERGE marks the rows it replaces instead of rewriting each file it touches (readers: Delta 2.3+)
     "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
+    # a commit would otherwise rebuild the new version's full file list only for its usage metrics
+    "spark.databricks.delta.commitStats.collect": "false",
 }
 JOB_CONF = {
     # each micro-batch's parsed changes are cached once and dropped after the batch: building the

@@ -272,6 +272,12 @@ def delete_markers(state: DataFrame) -> DataFrame:
     return state.where(F.col("_op") == "d").select(*META_COLUMNS)
 
 
+def newest_markers(markers: DataFrame) -> DataFrame:
+    """One delete marker per key, its newest: what a marker table holding several per key decides."""
+    decision = Decision(None, markers.withColumn(DOCUMENT, F.lit(None).cast("string")))
+    return decision.applied().select(*META_COLUMNS)
+
+
 def empty_state(spark: SparkSession, payload: StructType) -> DataFrame:
     """A state with no rows and the given payload columns."""
     return spark.createDataFrame([], StructType([*META_SCHEMA.fields, *payload.fields]))

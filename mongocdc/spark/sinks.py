@@ -9,8 +9,9 @@ table under ``_mongocdc/deleted`` the delete markers. A batch keeps its newest c
 when it is newer than the key's markers, and goes into one ``MERGE`` of the rows table whose
 conditions take a change only when it is newer than the row it matches; the deletes among
 them are then appended to the marker table. Markers are append-only there (the newest marker
-of a key counts; one older than the key's row decides nothing), and a batch large against the
-table rewrites both tables instead, keeping only the markers that still decide. New tables get
+of a key counts; one older than the key's row decides nothing); once the marker table has
+``MARKER_FILES_MAX`` files it is replaced by the newest marker per key. A batch large against
+the table rewrites the rows table instead (one overwrite) and appends its markers. New tables get
 deletion vectors (``DELTA_CONF``), so a MERGE marks replaced rows instead of rewriting every
 file it touches.
 
@@ -189,11 +190,8 @@ class DeltaTable:
                 .whenNotMatchedInsertAll(condition=F.col("s._op") != "d")
                 .execute()
             )
-        # After the rows, never before: a marker written first and a crash before the MERGE would
-        # make the batch's delete lose to its own marker when the batch is applied again.
         new_markers = m.delete_markers(decided)
-        if not has_markers or not new_markers.isEmpty():
-            new_markers.write.format("delta").mode("append").save(self.deleted)
+        self._save_markers(new_markers, None if markers is None else markers.unionByName(new_markers))
 
     @property
     def _columns(self) -> list[str]:
@@ -218,10 +216,33 @@ class DeltaTable:
         applied = decision.applied()
         new_rows = decision.kept(rows).select(*self._columns).unionByName(m.live_rows(applied).select(*self._columns))
         new_rows.write.format("delta").mode("overwrite").save(self.path)
-        new_markers = decision.kept(markers).select(*m.META_COLUMNS).unionByName(m.delete_markers(applied))
-        new_markers.write.format("delta").mode("overwrite").save(self.deleted)
+        new_markers = m.delete_markers(applied)
+        self._save_markers(new_markers, decision.kept(markers).select(*m.META_COLUMNS).unionByName(new_markers))
+
+    def _save_markers(self, new: DataFrame, whole: DataFrame | None) -> None:
+        """Append the batch's delete markers ``new``; or, once the marker table has many files, replace it.
+
+        After the rows, never before: a marker written first and a crash before the rows' commit
+        would make the batch's delete lose to its own marker when the batch is applied again.
+        Markers are append-only (the newest of a key counts), so a batch adds one small file. When
+        the table has reached ``MARKER_FILES_MAX`` files, the newest marker per key of ``whole``
+        (the table's markers and the batch's; ``None``: there is no marker table yet) replaces it
+        in one commit.
+        """
+        from delta.tables import DeltaTable as Delta
+
+        if whole is not None:
+            detail = Delta.forPath(self.spark, self.deleted).detail().first()
+            if detail is not None and detail["numFiles"] >= MARKER_FILES_MAX:
+                m.newest_markers(whole).write.format("delta").mode("overwrite").save(self.deleted)
+                return
+            if new.isEmpty():
+                return
+        new.write.format("delta").mode("append").save(self.deleted)
 
 
+MARKER_FILES_MAX = 16
+"""The marker table is folded into one file set when it has this many files."""
 REWRITE_MIN_BATCH = 10_000
 REWRITE_SHARE = 4
 """A batch of at least ``REWRITE_MIN_BATCH`` changes and a quarter of the table's rows rewrites the table."""

@@ -29,15 +29,18 @@ def applier(spark: Any, tmp_path: Path, table_format: str, **options: Any) -> tu
     return BatchApplier(spark, job), warehouse
 
 
-@pytest.mark.parametrize("table_format", ["delta", "delta-rewrite", "parquet"])
+@pytest.mark.parametrize("table_format", ["delta", "delta-rewrite", "delta-rewrite-compacting", "parquet"])
 def test_batches_of_several_collections_become_tables_and_a_rerun_batch_changes_nothing(
     spark: Any, tmp_path: Path, table_format: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``delta``: small batches go through MERGE; ``delta-rewrite``: every batch counts as large (one overwrite)."""
+    """``delta``: small batches go through MERGE; ``delta-rewrite``: every batch counts as large (one
+    overwrite), its markers appended or (``-compacting``) the marker table replaced every batch."""
     from mongocdc.spark import sinks
 
-    if table_format == "delta-rewrite":
+    if table_format.startswith("delta-rewrite"):
         monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 0)
+        if table_format.endswith("compacting"):
+            monkeypatch.setattr(sinks, "MARKER_FILES_MAX", 1)
         table_format = "delta"
     else:
         monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
@@ -91,7 +94,7 @@ def test_batches_of_several_collections_become_tables_and_a_rerun_batch_changes_
         assert documents(read_table(spark, orders_table)) == expected_orders
 
 
-@pytest.mark.parametrize("crash", [None, "at the markers", "at the rows"])
+@pytest.mark.parametrize("crash", [None, "at the markers", "at the rows", "compacting"])
 def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys_back(
     spark: Any, tmp_path: Path, crash: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,13 +102,19 @@ def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys
 
     With ``crash``, every batch first dies when it writes the markers (or the rows) and is then
     applied again, as Spark does after a crash: whatever the first attempt wrote, nothing stale
-    may come back.
+    may come back. ``compacting``: no crash, and the marker table is folded to the newest marker
+    per key whenever it has two files, which must decide exactly as the appended markers did.
     """
+    from delta.tables import DeltaTable
+
     from mongocdc.spark import sinks
     from mongocdc.spark.options import deleted_path, table_path
     from mongocdc.spark.sinks import read_table
 
     monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
+    if crash == "compacting":
+        monkeypatch.setattr(sinks, "MARKER_FILES_MAX", 2)
+        crash = None
     apply, warehouse = applier(spark, tmp_path, "delta")
     t = Topic("it.shop.orders")
     batches = [
@@ -171,3 +180,13 @@ def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys
     # markers: the batches with a delete newer than its key's markers; rows: every batch after the first
     assert crashes == {None: 0, "at the markers": 4, "at the rows": len(batches) - 1}[crash]
     assert real_merge is DeltaMergeBuilder.execute
+    marker_table = DeltaTable.forPath(spark, deleted_path(warehouse, "shop", "orders"))
+    marker_keys = [json.loads(r["_key"]) for r in marker_table.toDF().collect()]
+    if sinks.MARKER_FILES_MAX == 2:
+        # folded: one marker per key (1's newest delete, 2's), in fewer files than the batches appended
+        assert sorted(marker_keys) == [1, 2]
+        assert marker_table.detail().first()["numFiles"] <= 2
+    else:
+        # appended: each delete newer than its key's markers (1's first delete, its replay at a later
+        # offset, its last delete)
+        assert sorted(marker_keys) == [1, 1, 1, 2]
