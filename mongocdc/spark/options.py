@@ -8,7 +8,8 @@ Table layout under the warehouse (a local path or any Hadoop filesystem URI)::
 
     <warehouse>/<db>/<collection>                latest document per key (Delta, or versioned Parquet)
     <warehouse>/_changelog/<db>/<collection>     every change event, append-only (with --changelog)
-    <warehouse>/_mongocdc/deleted/<db>/<coll>    keys deleted and the position of the delete (internal)
+    <warehouse>/_mongocdc/deleted/<db>/<coll>    keys deleted and the position of the delete (internal;
+                                                 Parquet files of a Delta table's markers)
 """
 
 from __future__ import annotations

@@ -4,16 +4,15 @@ Both sinks apply one batch of one collection with the same decision function
 (:func:`mongocdc.spark.merge.merge`) and are idempotent: applying a batch again (Spark
 re-runs the last batch after a crash) changes nothing.
 
-*Delta*: the table ``<warehouse>/<db>/<collection>`` holds the documents, a second Delta
-table under ``_mongocdc/deleted`` the delete markers. A batch keeps its newest change per key
-when it is newer than the key's markers, and goes into one ``MERGE`` of the rows table whose
-conditions take a change only when it is newer than the row it matches; the deletes among
-them are then appended to the marker table. Markers are append-only there (the newest marker
-of a key counts; one older than the key's row decides nothing); once the marker table has
-``MARKER_FILES_MAX`` files it is replaced by the newest marker per key. A batch large against
-the table rewrites the rows table instead (one overwrite) and appends its markers. New tables get
-deletion vectors (``DELTA_CONF``), so a MERGE marks replaced rows instead of rewriting every
-file it touches.
+*Delta*: the table ``<warehouse>/<db>/<collection>`` holds the documents; the delete markers
+are append-only Parquet files under ``_mongocdc/deleted`` (:class:`MarkerFiles`; the newest
+marker of a key counts, one older than the key's row decides nothing). A batch keeps its newest
+change per key when it is newer than the key's markers, and goes into one ``MERGE`` of the rows
+table whose conditions take a change only when it is newer than the row it matches; the
+deletes among them are then appended to the markers. A batch large against the table rewrites
+the rows table instead (one overwrite) and appends its markers. New tables get deletion
+vectors (``DELTA_CONF``), so a MERGE marks replaced rows instead of rewriting every file it
+touches.
 
 *Parquet*: each batch writes a complete new version of the table (documents and markers)
 to ``<table>/_versions/<N>/``; only then is ``<table>/_commits/<N>`` created, and that empty
@@ -152,8 +151,56 @@ class ParquetTable:
 
 
 @dataclass
+class MarkerFiles:
+    """A Delta table's delete markers: append-only Parquet files (meta columns only) in one directory.
+
+    Only the job reads them, and they need no transaction: the newest marker of a key counts, so
+    a file written twice (a batch applied again after a crash) or left half-written by a crash
+    (its batch is applied again) changes no decision. Plain files spare each batch the Delta
+    snapshot, file-listing and commit work of a second table. Once the directory holds
+    ``MARKER_FILES_MAX`` files, the newest marker per key is written as one file and the files
+    it replaces are deleted (a crash in between leaves duplicates, which decide nothing new).
+    """
+
+    spark: SparkSession
+    path: str
+
+    def _files(self) -> list[str]:
+        return [
+            name
+            for name in HadoopFs(self.spark).names(self.path)
+            if name.endswith(".parquet") and not name.startswith(("_", "."))
+        ]
+
+    def read(self) -> DataFrame | None:
+        """Every marker written so far (``None`` when there is none)."""
+        if not self._files():
+            return None
+        return self.spark.read.schema(m.META_SCHEMA).parquet(self.path)
+
+    def save(self, new: DataFrame, whole: DataFrame | None) -> None:
+        """Append the batch's markers ``new``; with many files, fold ``whole`` (all markers and the batch's) instead.
+
+        After the rows' commit, never before: a marker written first and a crash before the
+        rows' commit would make the batch's delete lose to its own marker when the batch is
+        applied again.
+        """
+        files = self._files()
+        if whole is not None and len(files) + 1 >= MARKER_FILES_MAX:
+            self._write(m.newest_markers(whole))
+            fs = HadoopFs(self.spark)
+            for name in files:
+                fs.delete(f"{self.path}/{name}")
+        elif not new.isEmpty():
+            self._write(new)
+
+    def _write(self, markers: DataFrame) -> None:
+        markers.select(*m.META_COLUMNS).coalesce(1).write.mode("append").format("parquet").save(self.path)
+
+
+@dataclass
 class DeltaTable:
-    """A collection's state as a Delta table, its delete markers in a second one."""
+    """A collection's state as a Delta table, its delete markers in :class:`MarkerFiles`."""
 
     spark: SparkSession
     path: str
@@ -164,17 +211,17 @@ class DeltaTable:
         """Apply one batch of this collection's changes (``size`` of them, counted by the caller)."""
         from delta.tables import DeltaTable as Delta
 
-        fs = HadoopFs(self.spark)
         candidates = m.applicable(changes)
-        has_rows, has_markers = is_delta_table(fs, self.path), is_delta_table(fs, self.deleted)
+        has_rows = is_delta_table(HadoopFs(self.spark), self.path)
         broadcast = size <= m.BROADCAST_MAX_ROWS
-        if has_rows and has_markers and self._large(size):
-            self._rewrite(candidates, broadcast)
+        marker_files = MarkerFiles(self.spark, self.deleted)
+        markers = marker_files.read()
+        if has_rows and self._large(size):
+            self._rewrite(candidates, markers, broadcast)
             return
         # Only the batch's newest change per key, and only when newer than the key's delete marker:
-        # the marker table is narrow, so this reads no documents. The rows table is compared inside
+        # the markers are narrow, so this reads no documents. The rows table is compared inside
         # the MERGE, whose conditions take a change only when it is newer than the row it matches.
-        markers = Delta.forPath(self.spark, self.deleted).toDF() if has_markers else None
         decided = m.Decision(markers, candidates, broadcast=broadcast).applied().localCheckpoint()
         rows = decided.select(*self._columns)
         if not has_rows:
@@ -191,7 +238,7 @@ class DeltaTable:
                 .execute()
             )
         new_markers = m.delete_markers(decided)
-        self._save_markers(new_markers, None if markers is None else markers.unionByName(new_markers))
+        marker_files.save(new_markers, None if markers is None else markers.unionByName(new_markers))
 
     @property
     def _columns(self) -> list[str]:
@@ -203,46 +250,25 @@ class DeltaTable:
             return False
         return batch * REWRITE_SHARE >= self.spark.read.format("delta").load(self.path).count()
 
-    def _rewrite(self, candidates: DataFrame, broadcast: bool) -> None:
-        """The whole new state, written over both tables (each overwrite is one atomic Delta commit).
+    def _rewrite(self, candidates: DataFrame, markers: DataFrame | None, broadcast: bool) -> None:
+        """The whole new state, written over the rows table in one atomic Delta commit.
 
         Delta reads the version the overwrite replaces, so no copy of the old state is needed.
         """
         rows = self.spark.read.format("delta").load(self.path)
-        markers = self.spark.read.format("delta").load(self.deleted)
-        decision = m.Decision(
-            rows.unionByName(markers, allowMissingColumns=True), candidates, broadcast=broadcast, whole_state=True
-        ).materialize()
+        state = rows if markers is None else rows.unionByName(markers, allowMissingColumns=True)
+        decision = m.Decision(state, candidates, broadcast=broadcast, whole_state=True).materialize()
         applied = decision.applied()
         new_rows = decision.kept(rows).select(*self._columns).unionByName(m.live_rows(applied).select(*self._columns))
         new_rows.write.format("delta").mode("overwrite").save(self.path)
         new_markers = m.delete_markers(applied)
-        self._save_markers(new_markers, decision.kept(markers).select(*m.META_COLUMNS).unionByName(new_markers))
-
-    def _save_markers(self, new: DataFrame, whole: DataFrame | None) -> None:
-        """Append the batch's delete markers ``new``; or, once the marker table has many files, replace it.
-
-        After the rows, never before: a marker written first and a crash before the rows' commit
-        would make the batch's delete lose to its own marker when the batch is applied again.
-        Markers are append-only (the newest of a key counts), so a batch adds one small file. When
-        the table has reached ``MARKER_FILES_MAX`` files, the newest marker per key of ``whole``
-        (the table's markers and the batch's; ``None``: there is no marker table yet) replaces it
-        in one commit.
-        """
-        from delta.tables import DeltaTable as Delta
-
-        if whole is not None:
-            detail = Delta.forPath(self.spark, self.deleted).detail().first()
-            if detail is not None and detail["numFiles"] >= MARKER_FILES_MAX:
-                m.newest_markers(whole).write.format("delta").mode("overwrite").save(self.deleted)
-                return
-            if new.isEmpty():
-                return
-        new.write.format("delta").mode("append").save(self.deleted)
+        # folding here also drops the markers a newer row supersedes
+        kept = None if markers is None else decision.kept(markers).select(*m.META_COLUMNS).unionByName(new_markers)
+        MarkerFiles(self.spark, self.deleted).save(new_markers, kept)
 
 
 MARKER_FILES_MAX = 16
-"""The marker table is folded into one file set when it has this many files."""
+"""Marker files of a table before they are folded into one."""
 REWRITE_MIN_BATCH = 10_000
 REWRITE_SHARE = 4
 """A batch of at least ``REWRITE_MIN_BATCH`` changes and a quarter of the table's rows rewrites the table."""
