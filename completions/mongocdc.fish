@@ -132,6 +132,7 @@ complete -c mongocdc -n '__fish_seen_subcommand_from run' -l columns -d 'Project
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l schema-file -d 'Like --columns, from a file holding Spark DDL or a Spark JSON schema.'
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l starting-offsets -d 'Where a new checkpoint starts in each topic (a restarted job always continues from its checkpoint).'
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l max-offsets-per-trigger -d 'Read at most N records per micro-batch (over all partitions).'
+complete -c mongocdc -n '__fish_seen_subcommand_from run' -l min-partitions -d 'Read each micro-batch in at least N Spark tasks, splitting large Kafka partitions, so a topic with fewer partitions than cores still uses every core. Default: 3 per core of the job; 0: one task per Kafka partition.'
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l kafka-option -d 'Java Kafka client property for the Spark job (repeat), e.g. sasl.jaas.config=…; added to those translated from the config\'s kafka.* settings.'
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l master -d 'Spark master: local[*], local[N], spark://HOST:PORT, yarn or k8s://URL. A non-local master runs through spark-submit.'
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l conf -d 'Spark configuration property (repeat), e.g. spark.executor.memory=4g; applied last.'

@@ -107,6 +107,7 @@ def build_plan(
     schema_file: Path | None,
     starting_offsets: StartingOffsets,
     max_offsets_per_trigger: int | None,
+    min_partitions: int | None,
     kafka_option: list[str] | None,
     master: str,
     conf: list[str] | None,
@@ -171,6 +172,7 @@ def build_plan(
         columns=schema,
         starting_offsets=starting_offsets,
         max_offsets_per_trigger=max_offsets_per_trigger,
+        min_partitions=min_partitions,
         query_name=query_name,
     )
     level = state(ctx).log_level
@@ -300,6 +302,18 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        min_partitions: Annotated[
+            int | None,
+            typer.Option(
+                "--min-partitions",
+                min=0,
+                metavar="N",
+                help="Read each micro-batch in at least N Spark tasks, splitting large Kafka partitions, so a "
+                "topic with fewer partitions than cores still uses every core. Default: 3 per core of the job; "
+                "0: one task per Kafka partition.",
+                show_default=False,
+            ),
+        ] = None,
         kafka_option: Annotated[
             list[str] | None,
             typer.Option(
@@ -377,6 +391,7 @@ def register(app: typer.Typer) -> None:
             schema_file=schema_file,
             starting_offsets=starting_offsets,
             max_offsets_per_trigger=max_offsets_per_trigger,
+            min_partitions=min_partitions,
             kafka_option=kafka_option,
             master=master,
             conf=conf,

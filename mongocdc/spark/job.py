@@ -100,6 +100,18 @@ class BatchApplier:
             changes.unpersist()
 
 
+MIN_PARTITIONS_PER_CORE = 3
+"""Default Spark tasks per core a micro-batch is read in: a topic has often fewer partitions than the
+job has cores (Debezium topics often one), and parsing the envelopes is most of a batch's reading."""
+
+
+def min_partitions_for(options: JobOptions, cores: int) -> int:
+    """The Kafka source's ``minPartitions`` (0: one Spark task per Kafka partition)."""
+    if options.min_partitions is not None:
+        return options.min_partitions
+    return MIN_PARTITIONS_PER_CORE * max(1, cores)
+
+
 def read_kafka(spark: SparkSession, options: JobOptions) -> DataFrame:
     """The streaming DataFrame of the CDC topics."""
     reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", options.bootstrap_servers)
@@ -112,6 +124,9 @@ def read_kafka(spark: SparkSession, options: JobOptions) -> DataFrame:
     reader = reader.option("failOnDataLoss", "false")
     if options.max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(options.max_offsets_per_trigger))
+    min_partitions = min_partitions_for(options, spark.sparkContext.defaultParallelism)
+    if min_partitions:
+        reader = reader.option("minPartitions", str(min_partitions))
     for key, value in options.kafka_options.items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load()

@@ -53,6 +53,9 @@ class JobOptions:
     """Schema of the document: Spark DDL (``name STRING, qty INT``) or a Spark JSON schema; ``None`` keeps JSON."""
     starting_offsets: StartingOffsets = StartingOffsets.earliest
     max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
+    """Spark tasks a micro-batch is read in at least (Kafka's ``minPartitions``; large Kafka partitions
+    are split); ``None``: ``job.MIN_PARTITIONS_PER_CORE`` per core of the job; 0: one per Kafka partition."""
     query_name: str = "mongocdc"
 
     def to_args(self) -> list[str]:
@@ -79,6 +82,8 @@ class JobOptions:
         args += ["--starting-offsets", self.starting_offsets.value]
         if self.max_offsets_per_trigger is not None:
             args += ["--max-offsets-per-trigger", str(self.max_offsets_per_trigger)]
+        if self.min_partitions is not None:
+            args += ["--min-partitions", str(self.min_partitions)]
         args += ["--query-name", self.query_name]
         return args
 
@@ -99,6 +104,7 @@ class JobOptions:
         parser.add_argument("--columns")
         parser.add_argument("--starting-offsets", choices=[s.value for s in StartingOffsets], default="earliest")
         parser.add_argument("--max-offsets-per-trigger", type=int)
+        parser.add_argument("--min-partitions", type=int)
         parser.add_argument("--query-name", default="mongocdc")
         ns = parser.parse_args(list(argv))
         kafka_options = dict(item.split("=", 1) for item in ns.kafka_option)
@@ -117,6 +123,7 @@ class JobOptions:
             columns=ns.columns,
             starting_offsets=StartingOffsets(ns.starting_offsets),
             max_offsets_per_trigger=ns.max_offsets_per_trigger,
+            min_partitions=ns.min_partitions,
             query_name=ns.query_name,
         )
 

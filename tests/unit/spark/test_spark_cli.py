@@ -66,6 +66,7 @@ def test_job_options_round_trip_through_arguments() -> None:
         columns="`name` string, qty INT",
         starting_offsets=StartingOffsets.latest,
         max_offsets_per_trigger=1000,
+        min_partitions=0,
         query_name="q",
     )
     assert JobOptions.from_args(options.to_args()) == options
@@ -250,3 +251,13 @@ def test_local_runs_size_shuffles_and_delta_snapshots_to_the_machine() -> None:
     assert "spark.sql.shuffle.partitions" not in cluster
     parquet = replace(options, table_format=TableFormat.parquet)
     assert "spark.databricks.delta.snapshotPartitions" not in plan_conf(LaunchPlan(parquet), spark_packages)
+
+
+def test_min_partitions_default_to_three_per_core_and_zero_keeps_one_task_per_kafka_partition() -> None:
+    from mongocdc.spark.job import min_partitions_for
+
+    options = JobOptions(bootstrap_servers="b:9092", warehouse="/w", checkpoint="/c")
+    assert min_partitions_for(options, 8) == 24
+    assert min_partitions_for(options, 0) == 3
+    assert min_partitions_for(replace(options, min_partitions=0), 8) == 0
+    assert min_partitions_for(replace(options, min_partitions=5), 8) == 5
