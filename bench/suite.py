@@ -559,8 +559,8 @@ def main(argv: list[str] | None = None) -> int:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="mongocdc-bench-"))
             svc = stack.enter_context(services(args))
         else:
-            replication = report["results"].get("replication")
-            tmp, svc = "", Services("", "", "not started", replication["kafka"] if replication else "not started")
+            ran = report["results"].get("replication") or report["results"].get("spark")
+            tmp, svc = "", Services("", "", "not started", ran["kafka"] if ran else "not started")
         report["environment"].update(mongodb=svc.mongo, kafka=svc.kafka)
         workdir = Path(tmp)
         if args.warmup and args.only:

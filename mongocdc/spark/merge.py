@@ -113,30 +113,45 @@ def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFra
         ),
     )
     value, key = F.col("value"), F.col("key")
+    wrapped = value["payload"].isNotNull()
+
+    def field(*path: str) -> Column:
+        """A field of the envelope: under ``payload`` when the value is wrapped, else at the top.
+
+        Field by field, never a struct of the chosen form: building one copies the document
+        (``after``) for every expression that reads a field of it, and that was half the parse.
+        """
+        bare, inner = value, value["payload"]
+        for name in path:
+            bare, inner = bare[name], inner[name]
+        return F.when(wrapped, inner).otherwise(bare)
+
     parsed = envelopes.select(
-        F.col("topic"),
         F.col("partition"),
         F.col("offset"),
-        F.coalesce(value["payload"], F.struct(*[value[f.name].alias(f.name) for f in _ENVELOPE_FIELDS])).alias("v"),
+        field("op").alias("op"),
+        field("source", "db").alias("db"),
+        field("source", "collection").alias("collection"),
+        field("source", "ts_ms").alias("ts_ms"),
+        field("source", "ord").alias("ord"),
+        field("transaction", "total_order").alias("txn_order"),
+        field("after").alias("after"),
         F.coalesce(key["payload"]["id"], key["id"]).alias("k"),
     )
     changes = parsed.where(
-        F.col("v.op").isin(*DATA_OPS)
-        & F.col("k").isNotNull()
-        & F.col("v.source.db").isNotNull()
-        & F.col("v.source.collection").isNotNull()
+        F.col("op").isin(*DATA_OPS) & F.col("k").isNotNull() & F.col("db").isNotNull() & F.col("collection").isNotNull()
     )
     return changes.select(
-        F.col("v.source.db").alias("_db"),
-        F.col("v.source.collection").alias("_collection"),
+        F.col("db").alias("_db"),
+        F.col("collection").alias("_collection"),
         F.col("k").alias("_key"),
-        F.col("v.op").alias("_op"),
-        F.coalesce(F.col("v.source.ts_ms"), F.lit(0)).cast("long").alias("_ts_ms"),
-        F.coalesce(F.col("v.source.ord"), F.lit(0)).cast("long").alias("_ord"),
-        F.coalesce(F.col("v.transaction.total_order"), F.lit(0)).cast("long").alias("_txn_order"),
+        F.col("op").alias("_op"),
+        F.coalesce(F.col("ts_ms"), F.lit(0)).cast("long").alias("_ts_ms"),
+        F.coalesce(F.col("ord"), F.lit(0)).cast("long").alias("_ord"),
+        F.coalesce(F.col("txn_order"), F.lit(0)).cast("long").alias("_txn_order"),
         F.col("partition").cast("int").alias("_kafka_partition"),
         F.col("offset").cast("long").alias("_kafka_offset"),
-        F.when(F.col("v.op") == "d", F.lit(None).cast("string")).otherwise(F.col("v.after")).alias(DOCUMENT),
+        F.when(F.col("op") == "d", F.lit(None).cast("string")).otherwise(F.col("after")).alias(DOCUMENT),
     )
 
 
