@@ -24,7 +24,7 @@ Hadoop filesystem), so a reader sees a whole batch or none of it. The last
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -164,32 +164,32 @@ class MarkerFiles:
 
     spark: SparkSession
     path: str
+    files: list[str] = field(default_factory=list)
+    """The files :meth:`read` read: a fold replaces these, never a file written since."""
 
-    def _files(self) -> list[str]:
-        return [
+    def read(self) -> DataFrame | None:
+        """Every marker written so far (``None`` when there is none)."""
+        self.files = [
             name
             for name in HadoopFs(self.spark).names(self.path)
             if name.endswith(".parquet") and not name.startswith(("_", "."))
         ]
-
-    def read(self) -> DataFrame | None:
-        """Every marker written so far (``None`` when there is none)."""
-        if not self._files():
+        if not self.files:
             return None
-        return self.spark.read.schema(m.META_SCHEMA).parquet(self.path)
+        return self.spark.read.schema(m.META_SCHEMA).parquet(*[f"{self.path}/{name}" for name in self.files])
 
     def save(self, new: DataFrame, whole: DataFrame | None) -> None:
-        """Append the batch's markers ``new``; with many files, fold ``whole`` (all markers and the batch's) instead.
+        """Append the batch's markers ``new``; with many files, fold ``whole`` (what :meth:`read` returned
+        and the batch's markers) instead.
 
         After the rows' commit, never before: a marker written first and a crash before the
         rows' commit would make the batch's delete lose to its own marker when the batch is
         applied again.
         """
-        files = self._files()
-        if whole is not None and len(files) + 1 >= MARKER_FILES_MAX:
+        if whole is not None and len(self.files) + 1 >= MARKER_FILES_MAX:
             self._write(m.newest_markers(whole))
             fs = HadoopFs(self.spark)
-            for name in files:
+            for name in self.files:
                 fs.delete(f"{self.path}/{name}")
         elif not new.isEmpty():
             self._write(new)
@@ -217,7 +217,7 @@ class DeltaTable:
         marker_files = MarkerFiles(self.spark, self.deleted)
         markers = marker_files.read()
         if has_rows and self._large(size):
-            self._rewrite(candidates, markers, broadcast)
+            self._rewrite(candidates, marker_files, markers, broadcast)
             return
         # Only the batch's newest change per key, and only when newer than the key's delete marker:
         # the markers are narrow, so this reads no documents. The rows table is compared inside
@@ -250,7 +250,9 @@ class DeltaTable:
             return False
         return batch * REWRITE_SHARE >= self.spark.read.format("delta").load(self.path).count()
 
-    def _rewrite(self, candidates: DataFrame, markers: DataFrame | None, broadcast: bool) -> None:
+    def _rewrite(
+        self, candidates: DataFrame, marker_files: MarkerFiles, markers: DataFrame | None, broadcast: bool
+    ) -> None:
         """The whole new state, written over the rows table in one atomic Delta commit.
 
         Delta reads the version the overwrite replaces, so no copy of the old state is needed.
@@ -264,7 +266,7 @@ class DeltaTable:
         new_markers = m.delete_markers(applied)
         # folding here also drops the markers a newer row supersedes
         kept = None if markers is None else decision.kept(markers).select(*m.META_COLUMNS).unionByName(new_markers)
-        MarkerFiles(self.spark, self.deleted).save(new_markers, kept)
+        marker_files.save(new_markers, kept)
 
 
 MARKER_FILES_MAX = 16

@@ -183,8 +183,36 @@ def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys
     if sinks.MARKER_FILES_MAX == 2:
         # folded: one marker per key (1's newest delete, 2's), in fewer files than the batches appended
         assert sorted(marker_keys) == [1, 2]
-        assert len(marker_files._files()) == 1
+        assert len(marker_files.files) == 1
     else:
         # appended: each delete newer than its key's markers (1's first delete, its replay at a later
         # offset, its last delete)
         assert sorted(marker_keys) == [1, 1, 1, 2]
+
+
+def test_marker_files_fold_the_newest_marker_per_key_of_the_files_they_read_and_keep_newer_files(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mongocdc.spark import merge as m
+    from mongocdc.spark import sinks
+
+    monkeypatch.setattr(sinks, "MARKER_FILES_MAX", 2)
+    path = str(tmp_path / "markers")
+
+    def marker(key: str, ts_ms: int) -> Any:
+        return spark.createDataFrame([(key, "d", ts_ms, 1, 0, 0, ts_ms)], m.META_SCHEMA)
+
+    first = sinks.MarkerFiles(spark, path)
+    assert first.read() is None
+    first.save(marker('"a"', 1), None)  # no markers yet: appended
+    folding = sinks.MarkerFiles(spark, path)
+    markers = folding.read()
+    assert markers is not None and len(folding.files) == 1
+    sinks.MarkerFiles(spark, path).save(marker('"b"', 2), None)  # written after the read above
+    new = marker('"a"', 3)
+    folding.save(new, markers.unionByName(new))  # one file read + this batch's: folded
+    after = sinks.MarkerFiles(spark, path)
+    rows = after.read()
+    assert rows is not None
+    assert sorted((r["_key"], r["_ts_ms"]) for r in rows.collect()) == [('"a"', 3), ('"b"', 2)]
+    assert len(after.files) == 2  # the fold's file and the one written since the fold's read
