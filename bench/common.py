@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +15,8 @@ from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaException,
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from mongocdc.sinks.kafka.producer import PRODUCER_DEFAULTS
+
+log = logging.getLogger("bench")
 
 
 def baseline_producer_config(bootstrap: str) -> dict[str, Any]:
@@ -138,6 +143,19 @@ class EndOffsets:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+@contextlib.contextmanager
+def kafka_broker(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """The bootstrap servers (``--bootstrap-servers``, or a broker started here) and what they are."""
+    if args.bootstrap_servers:
+        yield args.bootstrap_servers, "given"
+        return
+    from tests.services.kafka import KAFKA_VERSION, KafkaBroker
+
+    log.info("starting Kafka %s (C2 JIT on, for steady-state throughput)", KAFKA_VERSION)
+    with KafkaBroker(num_partitions=args.partitions, jvm_options=["-XX:TieredStopAtLevel=4"]) as broker:
+        yield broker.bootstrap, f"Apache Kafka {KAFKA_VERSION} (KRaft, 1 broker)"
 
 
 def median(values: list[float]) -> float:

@@ -23,17 +23,16 @@ alternating which goes first; the ratio is of the median rates. Target: job rati
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import Timing, comparison, create_topics, median, ratio_row
+from bench.common import Timing, comparison, create_topics, kafka_broker, median, ratio_row
 
 log = logging.getLogger("bench.spark")
 
@@ -106,18 +105,6 @@ def _events(spark: Any, path: str, *, first: int, count: int, kind: str, later: 
     rows.write.mode("overwrite").parquet(path)
 
 
-@contextlib.contextmanager
-def _kafka(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """The bootstrap servers (``--bootstrap-servers``, or a broker started here) and what they are."""
-    if args.bootstrap_servers:
-        yield args.bootstrap_servers, "given"
-        return
-    from tests.services.kafka import KAFKA_VERSION, KafkaBroker
-
-    with KafkaBroker(num_partitions=args.partitions, jvm_options=["-XX:TieredStopAtLevel=4"]) as broker:
-        yield broker.bootstrap, f"Apache Kafka {KAFKA_VERSION} (KRaft, 1 broker)"
-
-
 def _compare(
     args: argparse.Namespace, name: str, mongocdc: Callable[[str], Timing], baseline: Callable[[str], Timing]
 ) -> dict[str, Any]:
@@ -155,7 +142,7 @@ def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
     table_format = resolve_format(TableFormat(args.spark_format), versions["delta_spark"] is not None)
     fmt = table_format.value
     root = Path(tempfile.mkdtemp(prefix="mongocdc-bench-spark-"))
-    with _kafka(args) as (bootstrap, kafka):
+    with kafka_broker(args) as (bootstrap, kafka):
         started = time.perf_counter()
         spark = _session(fmt)
         log.info("spark: local session up in %.1f s (format %s)", time.perf_counter() - started, fmt)
@@ -165,7 +152,7 @@ def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
             _events(spark, snapshot, first=0, count=args.spark_rows, kind="snapshot", partitions=parts)
             _events(spark, changes, first=args.spark_rows, count=args.spark_events, kind="changes", partitions=parts)
             topic = f"bench-spark-{uuid.uuid4().hex[:8]}"  # a given cluster may hold an earlier run's topic
-            create_topics(bootstrap, [topic], args.partitions, append_time=False)
+            create_topics(bootstrap, [topic], parts, append_time=False)
             spark.read.parquet(changes).select("key", "value", "partition").write.format("kafka").option(
                 "kafka.bootstrap.servers", bootstrap
             ).option("topic", topic).save()

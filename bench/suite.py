@@ -29,7 +29,15 @@ from confluent_kafka import Producer
 from bench import baseline, connector
 from bench import replication as replication_bench
 from bench import spark as spark_bench
-from bench.common import Timing, baseline_producer_config, comparison, create_topics, median, ratio_row
+from bench.common import (
+    Timing,
+    baseline_producer_config,
+    comparison,
+    create_topics,
+    kafka_broker,
+    median,
+    ratio_row,
+)
 from bench.workload import DOCUMENT_BYTES, load
 
 log = logging.getLogger("bench")
@@ -64,16 +72,7 @@ def services(args: argparse.Namespace) -> Iterator[Services]:
             server.start()
             stack.callback(server.stop)
             uri, mongo = server.uri, f"{cls.name} {cls.installed_version()}"
-        if args.bootstrap_servers:
-            bootstrap, kafka = args.bootstrap_servers, "given"
-        else:
-            from tests.services.kafka import KAFKA_VERSION, KafkaBroker
-
-            log.info("starting Kafka %s (C2 JIT on, for steady-state throughput)", KAFKA_VERSION)
-            broker = KafkaBroker(num_partitions=args.partitions, jvm_options=["-XX:TieredStopAtLevel=4"])
-            broker.start()
-            stack.callback(broker.stop)
-            bootstrap, kafka = broker.bootstrap, f"Apache Kafka {KAFKA_VERSION} (KRaft, 1 broker)"
+        bootstrap, kafka = stack.enter_context(kafka_broker(args))
         yield Services(uri, bootstrap, mongo, kafka)
 
 
