@@ -10,7 +10,9 @@ marker of a key counts, one older than the key's row decides nothing). A batch k
 change per key when it is newer than the key's markers, and goes into one ``MERGE`` of the rows
 table whose conditions take a change only when it is newer than the row it matches; the
 deletes among them are then appended to the markers. A batch large against the table rewrites
-the rows table instead (one overwrite) and appends its markers. New tables get deletion
+the rows table instead (one overwrite) and appends all its deletes as markers (one that lost to
+a newer row decides nothing). New tables get data-skipping statistics on every column but the
+JSON ``document`` (:func:`new_table_options`) and deletion
 vectors (``DELTA_CONF``), so a MERGE marks replaced rows instead of rewriting every file it
 touches.
 
@@ -179,8 +181,8 @@ class MarkerFiles:
         return self.spark.read.schema(m.META_SCHEMA).parquet(*[f"{self.path}/{name}" for name in self.files])
 
     def save(self, new: DataFrame, whole: DataFrame | None) -> None:
-        """Append the batch's markers ``new``; with many files, fold ``whole`` (what :meth:`read` returned
-        and the batch's markers) instead.
+        """Append the batch's markers ``new``; with many files, fold ``whole`` (the markers that still
+        count: what :meth:`read` returned and the batch's, or the part of them that won) instead.
 
         After the rows' commit, never before: a marker written first and a crash before the
         rows' commit would make the batch's delete lose to its own marker when the batch is
@@ -225,7 +227,9 @@ class DeltaTable:
         decided = m.Decision(markers, candidates, broadcast=broadcast).applied().localCheckpoint()
         rows = decided.select(*self._columns)
         if not has_rows:
-            m.live_rows(rows).write.format("delta").mode("append").save(self.path)
+            m.live_rows(rows).write.format("delta").options(**new_table_options(self._columns)).mode("append").save(
+                self.path
+            )
         else:
             newer = m.newer("s", "t")
             (
@@ -256,6 +260,10 @@ class DeltaTable:
         """The whole new state, written over the rows table in one atomic Delta commit.
 
         Delta reads the version the overwrite replaces, so no copy of the old state is needed.
+        The batch's deletes are all appended to the markers, winners or not: a marker older than
+        its key's row or than another marker decides nothing, so appending needs no second pass
+        over the batch's documents. A fold keeps only the markers that won, which also drops the
+        markers a newer row or change of the batch supersedes.
         """
         rows = self.spark.read.format("delta").load(self.path)
         state = rows if markers is None else rows.unionByName(markers, allowMissingColumns=True)
@@ -263,10 +271,22 @@ class DeltaTable:
         applied = decision.applied()
         new_rows = decision.kept(rows).select(*self._columns).unionByName(m.live_rows(applied).select(*self._columns))
         new_rows.write.format("delta").mode("overwrite").save(self.path)
-        new_markers = m.delete_markers(applied)
-        # folding here also drops the markers a newer row supersedes
-        kept = None if markers is None else decision.kept(markers).select(*m.META_COLUMNS).unionByName(new_markers)
-        marker_files.save(new_markers, kept)
+        winners = None
+        if markers is not None:
+            winners = decision.kept(markers).select(*m.META_COLUMNS).unionByName(m.delete_markers(applied))
+        marker_files.save(m.delete_markers(candidates), winners)
+
+
+def new_table_options(columns: list[str]) -> dict[str, str]:
+    """Table properties a new Delta table is created with (Delta applies them on the first write only).
+
+    Data-skipping statistics on every column but the JSON ``document``: the minimum and maximum of a
+    JSON string skip nothing, and collecting them was a third of the time of writing 100 k documents.
+    Projected columns (``--columns``) keep Delta's default, statistics on the first 32 columns.
+    """
+    if m.DOCUMENT not in columns:
+        return {}
+    return {"delta.dataSkippingStatsColumns": ",".join(c for c in columns if c != m.DOCUMENT)}
 
 
 MARKER_FILES_MAX = 16
@@ -285,7 +305,8 @@ def append_changelog(
     """Append a batch's change events, once: a re-run batch replaces (Parquet) or is skipped (Delta)."""
     rows = changes.withColumn("_batch_id", F.lit(batch_id).cast("long"))
     if table_format is TableFormat.delta:
-        (rows.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id).save(path))
+        writer = rows.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id)
+        writer.options(**new_table_options(rows.columns)).save(path)
     else:
         changes.write.mode("overwrite").parquet(f"{path}/_batch_id={batch_id}")
 

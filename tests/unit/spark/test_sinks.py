@@ -95,10 +95,12 @@ def test_batches_of_several_collections_become_tables_and_a_rerun_batch_changes_
 
 
 @pytest.mark.parametrize("crash", [None, "at the markers", "at the rows", "compacting"])
-def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys_back(
-    spark: Any, tmp_path: Path, crash: str | None, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("path", ["merge", "rewrite"])
+def test_delta_keeps_deleted_keys_deleted_and_brings_re_inserted_keys_back(
+    spark: Any, tmp_path: Path, path: str, crash: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Delete, re-insert, stale replays in between, delete again, each in its own small batch.
+    """Delete, re-insert, stale replays in between, delete again, each in its own small batch, through
+    the MERGE or (``rewrite``) every batch after the first as a large one, overwriting the table.
 
     With ``crash``, every batch first dies when it writes the markers (or the rows) and is then
     applied again, as Spark does after a crash: whatever the first attempt wrote, nothing stale
@@ -109,7 +111,11 @@ def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys
     from mongocdc.spark.options import deleted_path, table_path
     from mongocdc.spark.sinks import read_table
 
-    monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
+    if path == "rewrite":
+        monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 0)
+        monkeypatch.setattr(sinks, "REWRITE_SHARE", 10**9)
+    else:
+        monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
     if crash == "compacting":
         monkeypatch.setattr(sinks, "MARKER_FILES_MAX", 2)
         crash = None
@@ -150,12 +156,15 @@ def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys
     real_save, real_merge = DataFrameWriter.save, DeltaMergeBuilder.execute
     crashes = 0
 
-    def save_failing_on_markers(writer: Any, path: str | None = None, *args: Any, **kwargs: Any) -> None:
-        nonlocal crashes
-        if path == deleted_path(warehouse, "shop", "orders"):
-            crashes += 1
-            raise RuntimeError("crash")
-        real_save(writer, path, *args, **kwargs)
+    def save_failing_on(target: str) -> Any:
+        def save(writer: Any, path: str | None = None, *args: Any, **kwargs: Any) -> None:
+            nonlocal crashes
+            if path == target:
+                crashes += 1
+                raise RuntimeError("crash")
+            real_save(writer, path, *args, **kwargs)
+
+        return save
 
     def merge_failing(builder: Any) -> None:
         nonlocal crashes
@@ -166,7 +175,9 @@ def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys
         if crash and number:
             with monkeypatch.context() as patched:
                 if crash == "at the markers":
-                    patched.setattr(DataFrameWriter, "save", save_failing_on_markers)
+                    patched.setattr(DataFrameWriter, "save", save_failing_on(deleted_path(warehouse, "shop", "orders")))
+                elif path == "rewrite":
+                    patched.setattr(DataFrameWriter, "save", save_failing_on(table))
                 else:
                     patched.setattr(DeltaMergeBuilder, "execute", merge_failing)
                 try:
@@ -175,7 +186,8 @@ def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys
                     assert str(exc) == "crash"
         apply(records(spark, batch), number)
         assert documents(read_table(spark, table)) == want, f"after batch {number}"
-    # markers: the batches with a delete newer than its key's markers; rows: every batch after the first
+    # markers: the batches with a delete newer than its key's markers (the MERGE), with a delete (the
+    # rewrite: these are the same batches here); rows: every batch after the first
     assert crashes == {None: 0, "at the markers": 4, "at the rows": len(batches) - 1}[crash]
     assert real_merge is DeltaMergeBuilder.execute
     marker_files = sinks.MarkerFiles(spark, deleted_path(warehouse, "shop", "orders"))
@@ -186,7 +198,7 @@ def test_delta_merge_path_keeps_deleted_keys_deleted_and_brings_re_inserted_keys
         assert len(marker_files.files) == 1
     else:
         # appended: each delete newer than its key's markers (1's first delete, its replay at a later
-        # offset, its last delete)
+        # offset, its last delete); the rewrite appends every delete, the same ones here
         assert sorted(marker_keys) == [1, 1, 1, 2]
 
 
@@ -216,3 +228,36 @@ def test_marker_files_fold_the_newest_marker_per_key_of_the_files_they_read_and_
     assert rows is not None
     assert sorted((r["_key"], r["_ts_ms"]) for r in rows.collect()) == [('"a"', 3), ('"b"', 2)]
     assert len(after.files) == 2  # the fold's file and the one written since the fold's read
+
+
+def test_new_delta_tables_keep_statistics_of_every_column_but_the_json_document(spark: Any, tmp_path: Path) -> None:
+    from mongocdc.spark import merge as m
+    from mongocdc.spark.options import changelog_path, table_path
+
+    def stats_columns(path: str) -> tuple[str | None, set[str]]:
+        """The table's statistics property, and the columns its files have a minimum for."""
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
+        logged: set[str] = set()
+        for log in sorted(Path(path, "_delta_log").glob("*.json")):
+            for line in log.read_text().splitlines():
+                add = json.loads(line).get("add")
+                if add and add.get("stats"):
+                    logged |= set(json.loads(add["stats"]).get("minValues", {}))
+        return detail["properties"].get("delta.dataSkippingStatsColumns"), logged
+
+    t = Topic("it.shop.orders")
+    batch = [t.add(envelope("c", 1, {"qty": 1}, ts_ms=1000)), t.add(envelope("c", 2, {"qty": 2}, ts_ms=1000))]
+    apply, warehouse = applier(spark, tmp_path / "json", "delta", changelog=True)
+    apply(records(spark, batch), 0)
+    meta = set(m.META_COLUMNS)
+    prop, logged = stats_columns(table_path(warehouse, "shop", "orders"))
+    assert prop is not None and set(prop.split(",")) == meta
+    assert logged == meta
+    prop, logged = stats_columns(changelog_path(warehouse, "shop", "orders"))
+    assert prop is not None and set(prop.split(",")) == meta | {"_batch_id"}
+    assert logged == meta | {"_batch_id"}
+
+    apply, warehouse = applier(spark, tmp_path / "typed", "delta", columns="qty INT")
+    apply(records(spark, batch), 0)
+    prop, logged = stats_columns(table_path(warehouse, "shop", "orders"))
+    assert prop is None and logged == meta | {"qty"}  # projected columns: Delta's default, the first 32
