@@ -24,7 +24,7 @@ def ivy_dir() -> Path:
 
 def session_conf(ivy: Path) -> dict[str, str]:
     from mongocdc.spark.environment import packages_for_installed
-    from mongocdc.spark.launcher import DELTA_CONF, JOB_CONF
+    from mongocdc.spark.launcher import DELTA_CONF, JOB_CONF, LOCAL_CONF
 
     packages = packages_for_installed()
     return {
@@ -32,6 +32,7 @@ def session_conf(ivy: Path) -> dict[str, str]:
         "spark.jars.ivy": str(ivy),
         **JOB_CONF,
         **DELTA_CONF,
+        **LOCAL_CONF,
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",

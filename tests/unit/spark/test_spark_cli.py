@@ -235,7 +235,7 @@ def test_java_version_parsing() -> None:
     assert environment.parse_java_version("garbage") is None
 
 
-def test_local_runs_size_shuffles_and_delta_snapshots_to_the_machine() -> None:
+def test_local_runs_size_shuffles_and_delta_snapshots_to_the_machine_and_plan_queries_once() -> None:
     from mongocdc.spark.launcher import LaunchPlan, plan_conf
 
     options = JobOptions(bootstrap_servers="b:9092", warehouse="/w", checkpoint="/c", table_format=TableFormat.delta)
@@ -244,10 +244,19 @@ def test_local_runs_size_shuffles_and_delta_snapshots_to_the_machine() -> None:
     local = plan_conf(LaunchPlan(options, master="local[*]"), spark_packages)
     assert local["spark.sql.shuffle.partitions"] == cores
     assert local["spark.databricks.delta.snapshotPartitions"] == cores
-    user = plan_conf(LaunchPlan(options, conf={"spark.databricks.delta.snapshotPartitions": "8"}), spark_packages)
+    assert local["spark.sql.adaptive.enabled"] == "false"
+    user = plan_conf(
+        LaunchPlan(
+            options,
+            conf={"spark.databricks.delta.snapshotPartitions": "8", "spark.sql.adaptive.enabled": "true"},
+        ),
+        spark_packages,
+    )
     assert user["spark.databricks.delta.snapshotPartitions"] == "8"  # --conf wins
+    assert user["spark.sql.adaptive.enabled"] == "true"
     cluster = plan_conf(LaunchPlan(options, master="yarn"), spark_packages)
     assert "spark.databricks.delta.snapshotPartitions" not in cluster
+    assert "spark.sql.adaptive.enabled" not in cluster  # a cluster keeps Spark's adaptive execution
     assert "spark.sql.shuffle.partitions" not in cluster
     parquet = replace(options, table_format=TableFormat.parquet)
     assert "spark.databricks.delta.snapshotPartitions" not in plan_conf(LaunchPlan(parquet), spark_packages)
