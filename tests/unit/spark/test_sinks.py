@@ -261,3 +261,34 @@ def test_new_delta_tables_keep_statistics_of_every_column_but_the_json_document(
     apply(records(spark, batch), 0)
     prop, logged = stats_columns(table_path(warehouse, "shop", "orders"))
     assert prop is None and logged == meta | {"qty"}  # projected columns: Delta's default, the first 32
+
+
+@pytest.mark.parametrize("path", ["merge", "rewrite"])
+def test_a_batch_like_the_last_one_compiles_no_code_again(
+    spark: Any, tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch compiles over a hundred generated classes (the merge's queries and Delta's own), more than
+    Spark's default code cache holds: a long-running job must find them all compiled the next batch."""
+    from mongocdc.spark import sinks
+
+    monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 0 if path == "rewrite" else 10**9)
+    monkeypatch.setattr(sinks, "REWRITE_SHARE", 10**9)
+    codegen = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    apply, _ = applier(spark, tmp_path, "delta")
+    t = Topic("it.shop.orders")
+
+    def batch(n: int) -> Any:
+        return records(
+            spark,
+            [
+                t.add(envelope("u", 1, {"v": n}, ts_ms=1000 * n)),
+                t.add(envelope("c", 100 + n, {"v": n}, ts_ms=1000 * n)),
+                t.add(envelope("d", 100 + n - 1, None, ts_ms=1000 * n + 1)),
+            ],
+        )
+
+    for n in range(1, 3):
+        apply(batch(n), n)
+    compiled = codegen.METRIC_COMPILATION_TIME().getCount()
+    apply(batch(3), 3)
+    assert codegen.METRIC_COMPILATION_TIME().getCount() - compiled == 0
