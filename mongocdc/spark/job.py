@@ -37,7 +37,7 @@ from mongocdc import __version__
 from mongocdc.errors import SparkJobError
 from mongocdc.spark import merge as m
 from mongocdc.spark.options import JobOptions, changelog_path
-from mongocdc.spark.sinks import HadoopFs, append_changelog, state_table
+from mongocdc.spark.sinks import BatchSize, HadoopFs, append_changelog, state_table
 
 log = logging.getLogger("mongocdc.spark")
 
@@ -74,7 +74,11 @@ class BatchApplier:
     def __call__(self, records: DataFrame, batch_id: int) -> None:
         changes = self.changes(records).persist()
         try:
-            counts = changes.groupBy(*m.COLLECTION_COLUMNS).count().collect()
+            counts = (
+                changes.groupBy(*m.COLLECTION_COLUMNS)
+                .agg(F.count(F.lit(1)).alias("count"), F.count(F.when(F.col("_op") == "d", 1)).alias("deletes"))
+                .collect()
+            )
             for row in sorted(counts, key=lambda r: (r["_db"], r["_collection"])):
                 db, collection = row["_db"], row["_collection"]
                 subset = changes.where((F.col("_db") == db) & (F.col("_collection") == collection)).drop(
@@ -83,7 +87,7 @@ class BatchApplier:
                 table = state_table(
                     self.spark, self.options.table_format, self.options.warehouse, db, collection, self.payload
                 )
-                table.apply(subset, int(row["count"]))
+                table.apply(subset, BatchSize(int(row["count"]), int(row["deletes"])))
                 if self.options.changelog:
                     append_changelog(
                         self.spark,

@@ -26,6 +26,9 @@ Hadoop filesystem), so a reader sees a whole batch or none of it. The last
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +75,11 @@ class HadoopFs:
         fs, p = self._path(path)
         fs.delete(p, True)
 
+    def rename(self, source: str, target: str) -> None:
+        fs, src = self._path(source)
+        if not fs.rename(src, self._jvm.org.apache.hadoop.fs.Path(target)):
+            raise OSError(f"could not move {source} to {target}")
+
     def write_text(self, path: str, text: str) -> None:
         fs, p = self._path(path)
         out = fs.create(p, True)
@@ -79,6 +87,34 @@ class HadoopFs:
             out.write(bytearray(text.encode()))
         finally:
             out.close()
+
+
+@dataclass(frozen=True)
+class BatchSize:
+    """What the job counted of one collection's part of a batch (in the query that cached the batch)."""
+
+    changes: int
+    deletes: int = 0
+
+
+def in_background(work: Callable[[], None]) -> Future[None]:
+    """Run ``work`` (Spark actions) on a thread of its own, so its planning and job overlap the caller's."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mongocdc-sink")
+    try:
+        return pool.submit(work)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def both(first: Callable[[], None], second: Callable[[], None]) -> None:
+    """Run two independent writes at once; wait for both, then raise the first error."""
+    other = in_background(second)
+    try:
+        first()
+    finally:
+        error = other.exception()
+    if error is not None:
+        raise error
 
 
 # --- Parquet ---------------------------------------------------------------------------------
@@ -116,8 +152,8 @@ class ParquetTable:
     path: str
     payload: StructType
 
-    def apply(self, changes: DataFrame, size: int) -> None:
-        """Apply one batch of this collection's changes (``size`` of them, counted by the caller)."""
+    def apply(self, changes: DataFrame, size: BatchSize) -> None:
+        """Apply one batch of this collection's changes (``size``: counted by the caller)."""
         fs = HadoopFs(self.spark)
         versions = parquet_versions(fs, self.path)
         version = (versions[-1] + 1) if versions else 1
@@ -134,14 +170,16 @@ class ParquetTable:
         decision = m.Decision(
             rows.unionByName(markers, allowMissingColumns=True),
             changes,
-            broadcast=size <= m.BROADCAST_MAX_ROWS,
+            broadcast=size.changes <= m.BROADCAST_MAX_ROWS,
             whole_state=True,
         ).materialize()
         applied = decision.applied()
         new_rows = decision.kept(rows).select(*columns).unionByName(m.live_rows(applied).select(*columns))
-        new_rows.write.mode("overwrite").parquet(f"{target}/rows")
-        decision.kept(markers).unionByName(m.delete_markers(applied)).write.mode("overwrite").parquet(
-            f"{target}/deleted"
+        new_markers = decision.kept(markers).unionByName(m.delete_markers(applied))
+        # both halves of the version at once (neither is visible before the commit marker below)
+        both(
+            lambda: new_rows.write.mode("overwrite").parquet(f"{target}/rows"),
+            lambda: new_markers.write.mode("overwrite").parquet(f"{target}/deleted"),
         )
         fs.touch(f"{self.path}/{COMMITS_DIR}/{version}")  # the pointer swap: readers now see this version
         for old in versions[: max(0, len(versions) + 1 - KEEP_VERSIONS)]:
@@ -162,6 +200,11 @@ class MarkerFiles:
     snapshot, file-listing and commit work of a second table. Once the directory holds
     ``MARKER_FILES_MAX`` files, the newest marker per key is written as one file and the files
     it replaces are deleted (a crash in between leaves duplicates, which decide nothing new).
+
+    A batch's markers are written while its rows are (:meth:`stage`, into ``_staged/``, which
+    :meth:`read` does not look at) and moved in only after the rows' commit
+    (:meth:`StagedMarkers.publish`): a marker visible first and a crash before the rows' commit
+    would make the batch's delete lose to its own marker when the batch is applied again.
     """
 
     spark: SparkSession
@@ -180,24 +223,61 @@ class MarkerFiles:
             return None
         return self.spark.read.schema(m.META_SCHEMA).parquet(*[f"{self.path}/{name}" for name in self.files])
 
-    def save(self, new: DataFrame, whole: DataFrame | None) -> None:
-        """Append the batch's markers ``new``; with many files, fold ``whole`` (the markers that still
-        count: what :meth:`read` returned and the batch's, or the part of them that won) instead.
+    def stage(self, new: DataFrame | None, whole: DataFrame | None) -> StagedMarkers:
+        """Start writing the batch's markers ``new`` (``None``: it has none) in the background; with many
+        files, the fold of ``whole`` (the markers that still count: what :meth:`read` returned and the
+        batch's, or the part of them that won) instead."""
+        fold = whole is not None and len(self.files) + 1 >= MARKER_FILES_MAX
+        markers = m.newest_markers(whole) if fold and whole is not None else new
+        staged = StagedMarkers(self, f"{self.path}/{STAGED_DIR}/{uuid.uuid4().hex}", fold)
+        if markers is not None:
+            staged.writing = in_background(staged.writer(markers))
+        return staged
 
-        After the rows' commit, never before: a marker written first and a crash before the
-        rows' commit would make the batch's delete lose to its own marker when the batch is
-        applied again.
-        """
-        if whole is not None and len(self.files) + 1 >= MARKER_FILES_MAX:
-            self._write(m.newest_markers(whole))
-            fs = HadoopFs(self.spark)
-            for name in self.files:
-                fs.delete(f"{self.path}/{name}")
-        elif not new.isEmpty():
-            self._write(new)
+    def save(self, new: DataFrame | None, whole: DataFrame | None) -> None:
+        """:meth:`stage` and publish at once (nothing else is written in between)."""
+        self.stage(new, whole).publish()
 
-    def _write(self, markers: DataFrame) -> None:
-        markers.select(*m.META_COLUMNS).coalesce(1).write.mode("append").format("parquet").save(self.path)
+
+@dataclass
+class StagedMarkers:
+    """Markers being written under ``_staged/``, moved in by :meth:`publish` once the rows are committed."""
+
+    markers: MarkerFiles
+    path: str
+    fold: bool
+    writing: Future[None] | None = None
+
+    def writer(self, markers: DataFrame) -> Callable[[], None]:
+        def write() -> None:
+            markers.select(*m.META_COLUMNS).coalesce(1).write.mode("overwrite").format("parquet").save(self.path)
+
+        return write
+
+    def publish(self) -> None:
+        """Wait for the write, move its file in and (a fold) delete the files it replaces."""
+        fs = HadoopFs(self.markers.spark)
+        try:
+            if self.writing is None:
+                return
+            self.writing.result()
+            for name in fs.names(self.path):
+                if name.endswith(".parquet") and not name.startswith(("_", ".")):
+                    fs.rename(f"{self.path}/{name}", f"{self.markers.path}/{name}")
+            if self.fold:
+                for name in self.markers.files:
+                    fs.delete(f"{self.markers.path}/{name}")
+        finally:
+            fs.delete(self.path)
+
+    def discard(self) -> None:
+        """The rows were not committed: wait for the write to end, keep nothing of it."""
+        if self.writing is not None:
+            self.writing.exception()
+        HadoopFs(self.markers.spark).delete(self.path)
+
+
+STAGED_DIR = "_staged"
 
 
 @dataclass
@@ -209,40 +289,46 @@ class DeltaTable:
     deleted: str
     payload: StructType
 
-    def apply(self, changes: DataFrame, size: int) -> None:
-        """Apply one batch of this collection's changes (``size`` of them, counted by the caller)."""
+    def apply(self, changes: DataFrame, size: BatchSize) -> None:
+        """Apply one batch of this collection's changes (``size``: counted by the caller)."""
         from delta.tables import DeltaTable as Delta
 
         candidates = m.applicable(changes)
         has_rows = is_delta_table(HadoopFs(self.spark), self.path)
-        broadcast = size <= m.BROADCAST_MAX_ROWS
+        broadcast = size.changes <= m.BROADCAST_MAX_ROWS
         marker_files = MarkerFiles(self.spark, self.deleted)
         markers = marker_files.read()
-        if has_rows and self._large(size):
-            self._rewrite(candidates, marker_files, markers, broadcast)
+        if has_rows and self._large(size.changes):
+            self._rewrite(candidates, marker_files, markers, broadcast, size)
             return
         # Only the batch's newest change per key, and only when newer than the key's delete marker:
         # the markers are narrow, so this reads no documents. The rows table is compared inside
         # the MERGE, whose conditions take a change only when it is newer than the row it matches.
         decided = m.Decision(markers, candidates, broadcast=broadcast).applied().localCheckpoint()
         rows = decided.select(*self._columns)
-        if not has_rows:
-            m.live_rows(rows).write.format("delta").options(**new_table_options(self._columns)).mode("append").save(
-                self.path
-            )
-        else:
-            newer = m.newer("s", "t")
-            (
-                Delta.forPath(self.spark, self.path)
-                .alias("t")
-                .merge(rows.alias("s"), "t._key = s._key")
-                .whenMatchedDelete(condition=(F.col("s._op") == "d") & newer)
-                .whenMatchedUpdateAll(condition=(F.col("s._op") != "d") & newer)
-                .whenNotMatchedInsertAll(condition=F.col("s._op") != "d")
-                .execute()
-            )
-        new_markers = m.delete_markers(decided)
-        marker_files.save(new_markers, None if markers is None else markers.unionByName(new_markers))
+        new_markers = m.delete_markers(decided) if size.deletes else None
+        whole = None if markers is None else markers.unionByName(m.delete_markers(decided))
+        staged = marker_files.stage(new_markers, whole)
+        try:
+            if not has_rows:
+                m.live_rows(rows).write.format("delta").options(**new_table_options(self._columns)).mode(
+                    "append"
+                ).save(self.path)
+            else:
+                newer = m.newer("s", "t")
+                (
+                    Delta.forPath(self.spark, self.path)
+                    .alias("t")
+                    .merge(rows.alias("s"), "t._key = s._key")
+                    .whenMatchedDelete(condition=(F.col("s._op") == "d") & newer)
+                    .whenMatchedUpdateAll(condition=(F.col("s._op") != "d") & newer)
+                    .whenNotMatchedInsertAll(condition=F.col("s._op") != "d")
+                    .execute()
+                )
+        except BaseException:
+            staged.discard()
+            raise
+        staged.publish()
 
     @property
     def _columns(self) -> list[str]:
@@ -255,7 +341,12 @@ class DeltaTable:
         return batch * REWRITE_SHARE >= self.spark.read.format("delta").load(self.path).count()
 
     def _rewrite(
-        self, candidates: DataFrame, marker_files: MarkerFiles, markers: DataFrame | None, broadcast: bool
+        self,
+        candidates: DataFrame,
+        marker_files: MarkerFiles,
+        markers: DataFrame | None,
+        broadcast: bool,
+        size: BatchSize,
     ) -> None:
         """The whole new state, written over the rows table in one atomic Delta commit.
 
@@ -270,11 +361,16 @@ class DeltaTable:
         decision = m.Decision(state, candidates, broadcast=broadcast, whole_state=True).materialize()
         applied = decision.applied()
         new_rows = decision.kept(rows).select(*self._columns).unionByName(m.live_rows(applied).select(*self._columns))
-        new_rows.write.format("delta").mode("overwrite").save(self.path)
         winners = None
         if markers is not None:
             winners = decision.kept(markers).select(*m.META_COLUMNS).unionByName(m.delete_markers(applied))
-        marker_files.save(m.delete_markers(candidates), winners)
+        staged = marker_files.stage(m.delete_markers(candidates) if size.deletes else None, winners)
+        try:
+            new_rows.write.format("delta").mode("overwrite").save(self.path)
+        except BaseException:
+            staged.discard()
+            raise
+        staged.publish()
 
 
 def new_table_options(columns: list[str]) -> dict[str, str]:
@@ -329,6 +425,7 @@ def state_table(
 
 
 __all__ = [
+    "BatchSize",
     "DeltaTable",
     "HadoopFs",
     "ParquetTable",
