@@ -97,61 +97,51 @@ def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFra
     rows = records.where(F.col("value").isNotNull())
     if skip_topics:
         rows = rows.where(~F.col("topic").rlike(f"^(?:{skip_topics})$"))
+    # Built from SQL expressions: one call per projection instead of one per column function (a
+    # micro-batch builds this plan anew, and the Python calls were most of building it).
     # The envelopes are parsed in a generator, so the filters below (which Spark pushes through
     # plain projections, copying the expressions they use) cannot make it parse a record again.
-    envelopes = rows.select(
-        F.col("topic"),
-        F.col("partition"),
-        F.col("offset"),
-        F.inline(
-            F.array(
-                F.struct(
-                    F.from_json(F.col("value").cast("string"), VALUE_SCHEMA).alias("value"),
-                    F.from_json(F.col("key").cast("string"), KEY_SCHEMA).alias("key"),
-                )
-            )
-        ),
+    envelopes = rows.selectExpr(
+        "partition",
+        "offset",
+        "inline(array(struct("
+        f"from_json(CAST(value AS STRING), '{VALUE_SCHEMA.simpleString()}') AS value, "
+        f"from_json(CAST(key AS STRING), '{KEY_SCHEMA.simpleString()}') AS key)))",
     )
-    value, key = F.col("value"), F.col("key")
-    wrapped = value["payload"].isNotNull()
 
-    def field(*path: str) -> Column:
+    def field(path: str) -> str:
         """A field of the envelope: under ``payload`` when the value is wrapped, else at the top.
 
         Field by field, never a struct of the chosen form: building one copies the document
         (``after``) for every expression that reads a field of it, and that was half the parse.
         """
-        bare, inner = value, value["payload"]
-        for name in path:
-            bare, inner = bare[name], inner[name]
-        return F.when(wrapped, inner).otherwise(bare)
+        return f"CASE WHEN value.payload IS NOT NULL THEN value.payload.{path} ELSE value.{path} END"
 
-    parsed = envelopes.select(
-        F.col("partition"),
-        F.col("offset"),
-        field("op").alias("op"),
-        field("source", "db").alias("db"),
-        field("source", "collection").alias("collection"),
-        field("source", "ts_ms").alias("ts_ms"),
-        field("source", "ord").alias("ord"),
-        field("transaction", "total_order").alias("txn_order"),
-        field("after").alias("after"),
-        F.coalesce(key["payload"]["id"], key["id"]).alias("k"),
+    parsed = envelopes.selectExpr(
+        "partition",
+        "offset",
+        f"{field('op')} AS op",
+        f"{field('source.db')} AS db",
+        f"{field('source.collection')} AS collection",
+        f"{field('source.ts_ms')} AS ts_ms",
+        f"{field('source.ord')} AS ord",
+        f"{field('transaction.total_order')} AS txn_order",
+        f"{field('after')} AS after",
+        "coalesce(key.payload.id, key.id) AS k",
     )
-    changes = parsed.where(
-        F.col("op").isin(*DATA_OPS) & F.col("k").isNotNull() & F.col("db").isNotNull() & F.col("collection").isNotNull()
-    )
-    return changes.select(
-        F.col("db").alias("_db"),
-        F.col("collection").alias("_collection"),
-        F.col("k").alias("_key"),
-        F.col("op").alias("_op"),
-        F.coalesce(F.col("ts_ms"), F.lit(0)).cast("long").alias("_ts_ms"),
-        F.coalesce(F.col("ord"), F.lit(0)).cast("long").alias("_ord"),
-        F.coalesce(F.col("txn_order"), F.lit(0)).cast("long").alias("_txn_order"),
-        F.col("partition").cast("int").alias("_kafka_partition"),
-        F.col("offset").cast("long").alias("_kafka_offset"),
-        F.when(F.col("op") == "d", F.lit(None).cast("string")).otherwise(F.col("after")).alias(DOCUMENT),
+    ops = ", ".join(f"'{op}'" for op in DATA_OPS)
+    changes = parsed.where(f"op IN ({ops}) AND k IS NOT NULL AND db IS NOT NULL AND collection IS NOT NULL")
+    return changes.selectExpr(
+        "db AS _db",
+        "collection AS _collection",
+        "k AS _key",
+        "op AS _op",
+        "CAST(coalesce(ts_ms, 0) AS BIGINT) AS _ts_ms",
+        "CAST(coalesce(ord, 0) AS BIGINT) AS _ord",
+        "CAST(coalesce(txn_order, 0) AS BIGINT) AS _txn_order",
+        "CAST(partition AS INT) AS _kafka_partition",
+        "CAST(offset AS BIGINT) AS _kafka_offset",
+        f"CASE WHEN op = 'd' THEN CAST(NULL AS STRING) ELSE after END AS {DOCUMENT}",
     )
 
 
@@ -204,8 +194,8 @@ def rank(src: int, unique: bool) -> Column:
     micro-batch (a Kafka micro-batch also reads the same offset ranges again), and local
     DataFrames are fixed.
     """
-    rid = F.monotonically_increasing_id() if unique else F.lit(0).cast("long")
-    return F.struct(position().alias("position"), F.lit(src).alias("src"), rid.alias("rid"))
+    rid = "monotonically_increasing_id()" if unique else "CAST(0 AS BIGINT)"
+    return F.expr(f"named_struct('position', {_position_sql()}, 'src', {int(src)}, 'rid', {rid})")
 
 
 def key_columns(df: DataFrame) -> list[str]:
@@ -307,17 +297,14 @@ def payload_schema(columns: StructType | None) -> StructType:
 
 def position(alias: str | None = None) -> Column:
     """A row's position without the tie-breakers (:func:`rank`'s first six fields), of ``alias`` when given."""
+    return F.expr(_position_sql(alias))
 
-    def col(name: str) -> Column:
-        return F.col(f"{alias}.{name}" if alias else name)
 
-    return F.struct(
-        col("_ts_ms").alias("ts_ms"),
-        col("_ord").alias("ord"),
-        F.when(col("_op") == "r", 0).otherwise(1).alias("streamed"),
-        col("_txn_order").alias("txn_order"),
-        col("_kafka_partition").alias("partition"),
-        col("_kafka_offset").alias("offset"),
+def _position_sql(alias: str | None = None) -> str:
+    q = f"{alias}." if alias else ""
+    return (
+        f"named_struct('ts_ms', {q}_ts_ms, 'ord', {q}_ord, 'streamed', CASE WHEN {q}_op = 'r' THEN 0 ELSE 1 END, "
+        f"'txn_order', {q}_txn_order, 'partition', {q}_kafka_partition, 'offset', {q}_kafka_offset)"
     )
 
 

@@ -298,9 +298,11 @@ class DeltaTable:
         broadcast = size.changes <= m.BROADCAST_MAX_ROWS
         marker_files = MarkerFiles(self.spark, self.deleted)
         markers = marker_files.read()
-        if has_rows and self._large(size.changes):
-            self._rewrite(candidates, marker_files, markers, broadcast, size)
-            return
+        if has_rows and size.changes >= REWRITE_MIN_BATCH:
+            table = self.spark.read.format("delta").load(self.path)  # one snapshot for the count and the rewrite
+            if size.changes * REWRITE_SHARE >= table.count():  # Delta counts from its statistics
+                self._rewrite(table, candidates, marker_files, markers, broadcast, size)
+                return
         # Only the batch's newest change per key, and only when newer than the key's delete marker:
         # the markers are narrow, so this reads no documents. The rows table is compared inside
         # the MERGE, whose conditions take a change only when it is newer than the row it matches.
@@ -334,14 +336,9 @@ class DeltaTable:
     def _columns(self) -> list[str]:
         return [*m.META_COLUMNS, *[f.name for f in self.payload.fields]]
 
-    def _large(self, batch: int) -> bool:
-        """A batch touching a sizeable share of the table is cheaper to apply by rewriting the table."""
-        if batch < REWRITE_MIN_BATCH:
-            return False
-        return batch * REWRITE_SHARE >= self.spark.read.format("delta").load(self.path).count()
-
     def _rewrite(
         self,
+        rows: DataFrame,
         candidates: DataFrame,
         marker_files: MarkerFiles,
         markers: DataFrame | None,
@@ -356,7 +353,6 @@ class DeltaTable:
         over the batch's documents. A fold keeps only the markers that won, which also drops the
         markers a newer row or change of the batch supersedes.
         """
-        rows = self.spark.read.format("delta").load(self.path)
         state = rows if markers is None else rows.unionByName(markers, allowMissingColumns=True)
         decision = m.Decision(state, candidates, broadcast=broadcast, whole_state=True).materialize()
         applied = decision.applied()
@@ -389,7 +385,8 @@ MARKER_FILES_MAX = 16
 """Marker files of a table before they are folded into one."""
 REWRITE_MIN_BATCH = 10_000
 REWRITE_SHARE = 4
-"""A batch of at least ``REWRITE_MIN_BATCH`` changes and a quarter of the table's rows rewrites the table."""
+"""A batch of at least ``REWRITE_MIN_BATCH`` changes and a quarter of the table's rows rewrites the table (a batch
+touching that share of it is cheaper to apply by rewriting than by a MERGE)."""
 
 
 # --- changelog -------------------------------------------------------------------------------
