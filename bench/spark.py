@@ -145,7 +145,7 @@ def _compare(
 
 def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
     from mongocdc.spark import environment
-    from mongocdc.spark.job import BatchApplier, run
+    from mongocdc.spark.job import BatchApplier, kafka_source_options, run
     from mongocdc.spark.launcher import resolve_format
     from mongocdc.spark.options import JobOptions, TableFormat
 
@@ -199,8 +199,10 @@ def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
 
             def job_baseline(tag: str) -> Timing:
                 out, checkpoint = str(root / f"plain-job-{tag}"), str(root / f"plain-cp-{tag}")
-                reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-                records = reader.option("subscribe", topic).option("startingOffsets", "earliest").load()
+                # the same Kafka source settings as the job's, so the ratio measures what the job does
+                # with the records, not how it reads them
+                source = kafka_source_options(options_for(f"plain-{tag}"), spark.sparkContext.defaultParallelism)
+                records = spark.readStream.format("kafka").options(**source).option("subscribe", topic).load()
                 t0 = time.perf_counter()
                 query = records.writeStream.format(fmt).option("checkpointLocation", checkpoint)
                 query.trigger(availableNow=True).start(out).awaitTermination()

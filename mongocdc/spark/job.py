@@ -116,23 +116,42 @@ def min_partitions_for(options: JobOptions, cores: int) -> int:
     return MIN_PARTITIONS_PER_CORE * max(1, cores)
 
 
+KAFKA_CONSUMER_DEFAULTS = {
+    # A micro-batch reads offset ranges that are already in the log, so a fetch has nothing to wait
+    # for; with the consumer's default of 500 ms, the fetches that reach the end of a range sat at the
+    # broker that long, and reading 100 k records took 1.3 s instead of 0.4 s here.
+    "fetch.max.wait.ms": "10",
+}
+"""Java consumer properties the Kafka source gets unless ``--kafka-option`` sets them."""
+
+
+def kafka_source_options(options: JobOptions, cores: int) -> dict[str, str]:
+    """The options of Spark's Kafka source for the CDC topics (without the subscription)."""
+    source = {
+        "kafka.bootstrap.servers": options.bootstrap_servers,
+        "startingOffsets": options.starting_offsets.value,
+        # A topic deleted and re-created, or records aged out before they were read, must not stop the job.
+        "failOnDataLoss": "false",
+    }
+    if options.max_offsets_per_trigger is not None:
+        source["maxOffsetsPerTrigger"] = str(options.max_offsets_per_trigger)
+    min_partitions = min_partitions_for(options, cores)
+    if min_partitions:
+        source["minPartitions"] = str(min_partitions)
+    for key, value in {**KAFKA_CONSUMER_DEFAULTS, **options.kafka_options}.items():
+        source[f"kafka.{key}"] = value
+    return source
+
+
 def read_kafka(spark: SparkSession, options: JobOptions) -> DataFrame:
     """The streaming DataFrame of the CDC topics."""
-    reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", options.bootstrap_servers)
+    reader = spark.readStream.format("kafka").options(
+        **kafka_source_options(options, spark.sparkContext.defaultParallelism)
+    )
     if options.topic_pattern is not None:
         reader = reader.option("subscribePattern", options.topic_pattern)
     else:
         reader = reader.option("subscribe", ",".join(options.topics))
-    reader = reader.option("startingOffsets", options.starting_offsets.value)
-    # A topic deleted and re-created, or records aged out before they were read, must not stop the job.
-    reader = reader.option("failOnDataLoss", "false")
-    if options.max_offsets_per_trigger is not None:
-        reader = reader.option("maxOffsetsPerTrigger", str(options.max_offsets_per_trigger))
-    min_partitions = min_partitions_for(options, spark.sparkContext.defaultParallelism)
-    if min_partitions:
-        reader = reader.option("minPartitions", str(min_partitions))
-    for key, value in options.kafka_options.items():
-        reader = reader.option(f"kafka.{key}", value)
     return reader.load()
 
 

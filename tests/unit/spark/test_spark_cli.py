@@ -270,3 +270,20 @@ def test_min_partitions_default_to_three_per_core_and_zero_keeps_one_task_per_ka
     assert min_partitions_for(options, 0) == 3
     assert min_partitions_for(replace(options, min_partitions=0), 8) == 0
     assert min_partitions_for(replace(options, min_partitions=5), 8) == 5
+
+
+def test_the_kafka_source_reads_without_waiting_for_fetches_and_kafka_options_win() -> None:
+    from mongocdc.spark.job import kafka_source_options
+
+    options = JobOptions(bootstrap_servers="b:9092", warehouse="/w", checkpoint="/c", max_offsets_per_trigger=500)
+    source = kafka_source_options(options, 2)
+    assert source["kafka.bootstrap.servers"] == "b:9092"
+    assert source["kafka.fetch.max.wait.ms"] == "10"  # a micro-batch's offsets are in the log already
+    assert source["minPartitions"] == "6"
+    assert source["maxOffsetsPerTrigger"] == "500"
+    assert source["startingOffsets"] == "earliest"
+    tuned = replace(options, kafka_options={"fetch.max.wait.ms": "100", "security.protocol": "SSL"}, min_partitions=0)
+    source = kafka_source_options(tuned, 2)
+    assert source["kafka.fetch.max.wait.ms"] == "100"
+    assert source["kafka.security.protocol"] == "SSL"
+    assert "minPartitions" not in source
