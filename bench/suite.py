@@ -404,7 +404,7 @@ def render_table(report: dict[str, Any]) -> str:
     )
     lines.append(
         f"median of {report['repeat']} runs each, baseline and mongocdc interleaved"
-        + (", after a warm-up round" if report["warmup"] else "")
+        + (", after warm-up rounds (spark: --spark-warmup)" if report["warmup"] else "")
     )
     lines.append("")
     header = f"{'benchmark':<34}{'mongocdc':>14}{'baseline':>14}{'ratio':>8}{'target':>9}  result"
