@@ -276,6 +276,16 @@ class StagedMarkers:
             self.writing.exception()
         HadoopFs(self.markers.spark).delete(self.path)
 
+    def alongside(self, commit: Callable[[], None]) -> None:
+        """Run the rows' ``commit`` while these markers are written; publish them after it, or discard
+        them when it fails."""
+        try:
+            commit()
+        except BaseException:
+            self.discard()
+            raise
+        self.publish()
+
 
 STAGED_DIR = "_staged"
 
@@ -308,29 +318,27 @@ class DeltaTable:
         # the MERGE, whose conditions take a change only when it is newer than the row it matches.
         decided = m.Decision(markers, candidates, broadcast=broadcast).applied().localCheckpoint()
         rows = decided.select(*self._columns)
-        new_markers = m.delete_markers(decided) if size.deletes else None
-        whole = None if markers is None else markers.unionByName(m.delete_markers(decided))
-        staged = marker_files.stage(new_markers, whole)
-        try:
+
+        def commit() -> None:
             if not has_rows:
                 m.live_rows(rows).write.format("delta").options(**new_table_options(self._columns)).mode(
                     "append"
                 ).save(self.path)
-            else:
-                newer = m.newer("s", "t")
-                (
-                    Delta.forPath(self.spark, self.path)
-                    .alias("t")
-                    .merge(rows.alias("s"), "t._key = s._key")
-                    .whenMatchedDelete(condition=(F.col("s._op") == "d") & newer)
-                    .whenMatchedUpdateAll(condition=(F.col("s._op") != "d") & newer)
-                    .whenNotMatchedInsertAll(condition=F.col("s._op") != "d")
-                    .execute()
-                )
-        except BaseException:
-            staged.discard()
-            raise
-        staged.publish()
+                return
+            newer = m.newer("s", "t")
+            (
+                Delta.forPath(self.spark, self.path)
+                .alias("t")
+                .merge(rows.alias("s"), "t._key = s._key")
+                .whenMatchedDelete(condition=(F.col("s._op") == "d") & newer)
+                .whenMatchedUpdateAll(condition=(F.col("s._op") != "d") & newer)
+                .whenNotMatchedInsertAll(condition=F.col("s._op") != "d")
+                .execute()
+            )
+
+        new_markers = m.delete_markers(decided)
+        whole = None if markers is None else markers.unionByName(new_markers)
+        marker_files.stage(new_markers if size.deletes else None, whole).alongside(commit)
 
     @property
     def _columns(self) -> list[str]:
@@ -360,13 +368,9 @@ class DeltaTable:
         winners = None
         if markers is not None:
             winners = decision.kept(markers).select(*m.META_COLUMNS).unionByName(m.delete_markers(applied))
-        staged = marker_files.stage(m.delete_markers(candidates) if size.deletes else None, winners)
-        try:
-            new_rows.write.format("delta").mode("overwrite").save(self.path)
-        except BaseException:
-            staged.discard()
-            raise
-        staged.publish()
+        marker_files.stage(m.delete_markers(candidates) if size.deletes else None, winners).alongside(
+            lambda: new_rows.write.format("delta").mode("overwrite").save(self.path)
+        )
 
 
 def new_table_options(columns: list[str]) -> dict[str, str]:
