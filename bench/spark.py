@@ -66,10 +66,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _session(table_format: str) -> Any:
-    from tests.spark_support import ivy_dir, start_session
+    """A local session configured as ``mongocdc spark run`` configures its own (``launcher.plan_conf``).
 
-    session = start_session(ivy_dir())
-    session.conf.set("spark.sql.shuffle.partitions", "4")
+    The job's JVM settings (heap, collector, code cache, partition counts) are part of what it does, and
+    the plain copy runs in the same session, so both sides get them.
+    """
+    from pyspark.sql import SparkSession
+
+    from mongocdc.spark.launcher import LaunchPlan, plan_conf, prepare
+    from mongocdc.spark.options import JobOptions, TableFormat
+    from mongocdc.spark.packages import ensure_packages
+    from tests.spark_support import ivy_dir
+
+    options = JobOptions(bootstrap_servers="unused", warehouse="unused", checkpoint="unused", topics=("unused",))
+    plan, spark_packages = prepare(LaunchPlan(options, requested_format=TableFormat(table_format)))
+    conf = {**plan_conf(plan, spark_packages), "spark.jars.ivy": str(ivy_dir()), "spark.ui.enabled": "false"}
+    ensure_packages(conf["spark.jars.packages"].split(","), ivy_dir())
+    builder = SparkSession.builder.master(plan.master).appName("mongocdc-bench")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    heap = session.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    log.info("spark: driver heap %.1f GB, %s", heap / 2**30, conf.get("spark.driver.extraJavaOptions", ""))
     return session
 
 
@@ -155,7 +174,7 @@ def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="mongocdc-bench-spark-"))
     with kafka_broker(args) as (bootstrap, kafka):
         started = time.perf_counter()
-        spark = _session(fmt)
+        spark = _session(args.spark_format)
         log.info("spark: local session up in %.1f s (format %s)", time.perf_counter() - started, fmt)
         try:
             snapshot, changes = str(root / "snapshot"), str(root / "changes")

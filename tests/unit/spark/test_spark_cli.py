@@ -262,6 +262,46 @@ def test_local_runs_size_shuffles_and_delta_snapshots_to_the_machine_and_plan_qu
     assert "spark.databricks.delta.snapshotPartitions" not in plan_conf(LaunchPlan(parquet), spark_packages)
 
 
+def test_local_runs_size_the_driver_heap_to_the_machine_and_use_the_throughput_collector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mongocdc.spark import launcher
+    from mongocdc.spark.launcher import LaunchPlan, local_jvm_conf, plan_conf
+
+    gib = 2**30
+    assert local_jvm_conf(24 * gib, {}) == {
+        "spark.driver.memory": "6g",  # a quarter of the machine
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    }
+    assert local_jvm_conf(2 * gib, {})["spark.driver.memory"] == "1g"  # never below Spark's own default
+    assert local_jvm_conf(256 * gib, {})["spark.driver.memory"] == "8g"
+    assert "spark.driver.memory" not in local_jvm_conf(24 * gib, {"SPARK_DRIVER_MEMORY": "2g"})
+    assert "spark.driver.memory" not in local_jvm_conf(None, {})  # unknown: Spark's default
+
+    monkeypatch.setattr(launcher, "machine_memory", lambda: 16 * gib)
+    options = JobOptions(bootstrap_servers="b:9092", warehouse="/w", checkpoint="/c")
+    spark_packages = environment.packages_for_installed()
+    local = plan_conf(LaunchPlan(options), spark_packages)
+    assert local["spark.driver.memory"] == "4g"
+    assert local["spark.driver.extraJavaOptions"] == "-XX:+UseParallelGC"
+    user = plan_conf(LaunchPlan(options, conf={"spark.driver.memory": "12g"}), spark_packages)
+    assert user["spark.driver.memory"] == "12g"  # --conf wins
+    cluster = plan_conf(LaunchPlan(options, master="spark://m:7077"), spark_packages)
+    assert "spark.driver.memory" not in cluster and "spark.driver.extraJavaOptions" not in cluster
+
+
+def test_machine_memory_is_capped_by_the_cgroup_limit(tmp_path: Path) -> None:
+    from mongocdc.spark.launcher import machine_memory
+
+    physical = machine_memory(limits=())
+    assert physical is not None and physical > 0
+    v2, v1 = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
+    v2.write_text("max\n")  # cgroup v2 without a limit
+    assert machine_memory(limits=(str(v2),)) == physical
+    v1.write_text(f"{2**30}\n")
+    assert machine_memory(limits=(str(v2), str(v1), str(tmp_path / "absent"))) == 2**30
+
+
 def test_min_partitions_default_to_three_per_core_and_zero_keeps_one_task_per_kafka_partition() -> None:
     from mongocdc.spark.job import min_partitions_for
 
