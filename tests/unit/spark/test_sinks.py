@@ -294,3 +294,49 @@ def test_a_batch_like_the_last_one_compiles_no_code_again(
     compiled = codegen.METRIC_COMPILATION_TIME().getCount()
     apply(batch(3), 3)
     assert codegen.METRIC_COMPILATION_TIME().getCount() - compiled == 0
+
+
+def test_delta_tables_of_a_long_stream_of_small_batches_are_compacted(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each small batch's MERGE adds files and deletion vectors and each changelog append a file; Delta's
+    auto compaction (on in the job's configuration) folds them once a table has enough small files."""
+    from delta.tables import DeltaTable
+
+    from mongocdc.spark import sinks
+    from mongocdc.spark.options import changelog_path, table_path
+    from mongocdc.spark.sinks import read_table
+
+    monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
+    key = "spark.databricks.delta.autoCompact.minNumFiles"
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, "4")  # a small table's threshold (50 by default), so a few batches reach it
+    try:
+        apply, warehouse = applier(spark, tmp_path, "delta", changelog=True)
+        t = Topic("it.shop.orders")
+        apply(records(spark, [t.add(envelope("r", k, {"v": 0}, ts_ms=1000, snapshot="true")) for k in range(20)]), 0)
+        for n in range(1, 6):
+            batch = [
+                t.add(envelope("u", n, {"v": n}, ts_ms=1000 + n)),
+                t.add(envelope("c", 100 + n, {"v": n}, ts_ms=1000 + n)),
+                t.add(envelope("d", 10 + n, None, ts_ms=1000 + n)),
+            ]
+            apply(records(spark, batch), n)
+    finally:
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
+    rows, changes = table_path(warehouse, "shop", "orders"), changelog_path(warehouse, "shop", "orders")
+    for path in (rows, changes):
+        history = DeltaTable.forPath(spark, path).history().collect()
+        auto = [h for h in history if (h["operation"], h["operationParameters"].get("auto")) == ("OPTIMIZE", "true")]
+        assert auto, f"{path}: {[h['operation'] for h in history]}"
+        files = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["numFiles"]
+        assert files < 6, f"{path}: {files} files after 6 batches"  # one or two a batch without compaction
+    expected = {k: {"_id": k, "v": 0} for k in range(20)}
+    for n in range(1, 6):
+        expected[n] = {"_id": n, "v": n}
+        expected[100 + n] = {"_id": 100 + n, "v": n}
+        expected.pop(10 + n)
+    assert documents(read_table(spark, rows)) == expected
