@@ -37,7 +37,7 @@ from mongocdc import __version__
 from mongocdc.errors import SparkJobError
 from mongocdc.spark import merge as m
 from mongocdc.spark.options import JobOptions, changelog_path
-from mongocdc.spark.sinks import BatchSize, HadoopFs, append_changelog, state_table
+from mongocdc.spark.sinks import BatchSize, Compaction, HadoopFs, append_changelog, state_table
 
 log = logging.getLogger("mongocdc.spark")
 
@@ -59,10 +59,13 @@ class BatchApplier:
     schema: StructType | None = None
     applied: dict[str, int] = field(default_factory=dict)
     """Change events applied per ``<db>.<collection>`` by this process."""
+    compaction: Compaction | None = None
 
     def __post_init__(self) -> None:
         if self.schema is None and self.options.columns:
             self.schema = m.parse_schema(self.options.columns)
+        if self.compaction is None:
+            self.compaction = Compaction(self.spark)
 
     @property
     def payload(self) -> StructType:
@@ -85,7 +88,13 @@ class BatchApplier:
                     *m.COLLECTION_COLUMNS
                 )
                 table = state_table(
-                    self.spark, self.options.table_format, self.options.warehouse, db, collection, self.payload
+                    self.spark,
+                    self.options.table_format,
+                    self.options.warehouse,
+                    db,
+                    collection,
+                    self.payload,
+                    self.compaction,
                 )
                 table.apply(subset, BatchSize(int(row["count"]), int(row["deletes"])))
                 if self.options.changelog:
@@ -96,6 +105,7 @@ class BatchApplier:
                         subset,
                         batch_id,
                         app_id=f"mongocdc:{self.options.checkpoint}",
+                        compaction=self.compaction,
                     )
                 name = f"{db}.{collection}"
                 self.applied[name] = self.applied.get(name, 0) + int(row["count"])

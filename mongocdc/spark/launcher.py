@@ -36,11 +36,6 @@ DELTA_CONF = {
     "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
     # a commit would otherwise rebuild the new version's full file list only for its usage metrics
     "spark.databricks.delta.commitStats.collect": "false",
-    # every MERGE of a small batch adds a file or two and deletion vectors, every changelog append a
-    # file: without compaction a stream with a 10 s trigger leaves ~17,000 files a day in each table.
-    # Delta compacts a table's small files (and drops the rows its deletion vectors hide) after the
-    # commit that brings them to 50 (spark.databricks.delta.autoCompact.minNumFiles)
-    "spark.databricks.delta.autoCompact.enabled": "true",
 }
 JOB_CONF = {
     # each micro-batch's parsed changes are cached once and dropped after the batch: building the

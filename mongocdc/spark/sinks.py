@@ -298,6 +298,7 @@ class DeltaTable:
     path: str
     deleted: str
     payload: StructType
+    compaction: Compaction | None = None
 
     def apply(self, changes: DataFrame, size: BatchSize) -> None:
         """Apply one batch of this collection's changes (``size``: counted by the caller)."""
@@ -339,6 +340,8 @@ class DeltaTable:
         new_markers = m.delete_markers(decided)
         whole = None if markers is None else markers.unionByName(new_markers)
         marker_files.stage(new_markers if size.deletes else None, whole).alongside(commit)
+        if self.compaction is not None:
+            self.compaction.wrote(self.path)
 
     @property
     def _columns(self) -> list[str]:
@@ -371,6 +374,8 @@ class DeltaTable:
         marker_files.stage(m.delete_markers(candidates) if size.deletes else None, winners).alongside(
             lambda: new_rows.write.format("delta").mode("overwrite").save(self.path)
         )
+        if self.compaction is not None:
+            self.compaction.rewritten(self.path)
 
 
 def new_table_options(columns: list[str]) -> dict[str, str]:
@@ -385,6 +390,42 @@ def new_table_options(columns: list[str]) -> dict[str, str]:
     return {"delta.dataSkippingStatsColumns": ",".join(c for c in columns if c != m.DOCUMENT)}
 
 
+@dataclass
+class Compaction:
+    """Compacts a Delta table's files (Delta's ``OPTIMIZE``) every ``COMPACT_EVERY`` small writes to it.
+
+    Each small batch's ``MERGE`` adds a file or two and deletion vectors, each changelog append a file:
+    a stream with a 10 s trigger would leave thousands of files a day in every table, and each batch
+    and each reader would list and open them all. ``OPTIMIZE`` bin-packs the small files and rewrites
+    the files whose deletion vectors hide many rows. A rewrite of the whole table (a large batch) starts
+    the count again. Counted per process: after a restart a table waits at most ``COMPACT_EVERY`` writes.
+    Delta's own auto compaction is not used: it also rewrote every large write right after it.
+    """
+
+    spark: SparkSession
+    writes: dict[str, int] = field(default_factory=dict)
+    """Small writes per table path since its last compaction or rewrite."""
+
+    def wrote(self, path: str) -> None:
+        count = self.writes.get(path, 0) + 1
+        self.writes[path] = count
+        if count < COMPACT_EVERY:
+            return
+        from delta.tables import DeltaTable as Delta
+
+        try:
+            Delta.forPath(self.spark, path).optimize().executeCompaction()
+        except Exception as error:  # noqa: BLE001 - upkeep never fails a batch whose data is committed
+            log.warning("compacting %s failed (tried again after the next batch): %s", path, error)
+            return
+        self.writes[path] = 0
+
+    def rewritten(self, path: str) -> None:
+        self.writes[path] = 0
+
+
+COMPACT_EVERY = 50
+"""Small writes (MERGEs, changelog appends) to a Delta table between two compactions."""
 MARKER_FILES_MAX = 16
 """Marker files of a table before they are folded into one."""
 REWRITE_MIN_BATCH = 10_000
@@ -397,13 +438,21 @@ touching that share of it is cheaper to apply by rewriting than by a MERGE)."""
 
 
 def append_changelog(
-    spark: SparkSession, table_format: TableFormat, path: str, changes: DataFrame, batch_id: int, app_id: str
+    spark: SparkSession,
+    table_format: TableFormat,
+    path: str,
+    changes: DataFrame,
+    batch_id: int,
+    app_id: str,
+    compaction: Compaction | None = None,
 ) -> None:
     """Append a batch's change events, once: a re-run batch replaces (Parquet) or is skipped (Delta)."""
     rows = changes.withColumn("_batch_id", F.lit(batch_id).cast("long"))
     if table_format is TableFormat.delta:
         writer = rows.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id)
         writer.options(**new_table_options(rows.columns)).save(path)
+        if compaction is not None:
+            compaction.wrote(path)
     else:
         changes.write.mode("overwrite").parquet(f"{path}/_batch_id={batch_id}")
 
@@ -416,17 +465,24 @@ def read_changelog(spark: SparkSession, path: str) -> DataFrame:
 
 
 def state_table(
-    spark: SparkSession, table_format: TableFormat, warehouse: str, db: str, collection: str, payload: StructType
+    spark: SparkSession,
+    table_format: TableFormat,
+    warehouse: str,
+    db: str,
+    collection: str,
+    payload: StructType,
+    compaction: Compaction | None = None,
 ) -> ParquetTable | DeltaTable:
-    """The sink of one collection's state."""
+    """The sink of one collection's state (``compaction``: the job's, for Delta tables)."""
     path = table_path(warehouse, db, collection)
     if table_format is TableFormat.delta:
-        return DeltaTable(spark, path, deleted_path(warehouse, db, collection), payload)
+        return DeltaTable(spark, path, deleted_path(warehouse, db, collection), payload, compaction)
     return ParquetTable(spark, path, payload)
 
 
 __all__ = [
     "BatchSize",
+    "Compaction",
     "DeltaTable",
     "HadoopFs",
     "ParquetTable",

@@ -299,8 +299,8 @@ def test_a_batch_like_the_last_one_compiles_no_code_again(
 def test_delta_tables_of_a_long_stream_of_small_batches_are_compacted(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each small batch's MERGE adds files and deletion vectors and each changelog append a file; Delta's
-    auto compaction (on in the job's configuration) folds them once a table has enough small files."""
+    """Each small batch's MERGE adds files and deletion vectors and each changelog append a file; the job
+    compacts a table every ``COMPACT_EVERY`` such writes, and a large batch's rewrite starts the count again."""
     from delta.tables import DeltaTable
 
     from mongocdc.spark import sinks
@@ -308,35 +308,50 @@ def test_delta_tables_of_a_long_stream_of_small_batches_are_compacted(
     from mongocdc.spark.sinks import read_table
 
     monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
-    key = "spark.databricks.delta.autoCompact.minNumFiles"
-    previous = spark.conf.get(key, None)
-    spark.conf.set(key, "4")  # a small table's threshold (50 by default), so a few batches reach it
-    try:
-        apply, warehouse = applier(spark, tmp_path, "delta", changelog=True)
-        t = Topic("it.shop.orders")
-        apply(records(spark, [t.add(envelope("r", k, {"v": 0}, ts_ms=1000, snapshot="true")) for k in range(20)]), 0)
-        for n in range(1, 6):
-            batch = [
-                t.add(envelope("u", n, {"v": n}, ts_ms=1000 + n)),
-                t.add(envelope("c", 100 + n, {"v": n}, ts_ms=1000 + n)),
-                t.add(envelope("d", 10 + n, None, ts_ms=1000 + n)),
-            ]
-            apply(records(spark, batch), n)
-    finally:
-        if previous is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, previous)
+    monkeypatch.setattr(sinks, "COMPACT_EVERY", 3)
+    apply, warehouse = applier(spark, tmp_path, "delta", changelog=True)
     rows, changes = table_path(warehouse, "shop", "orders"), changelog_path(warehouse, "shop", "orders")
-    for path in (rows, changes):
-        history = DeltaTable.forPath(spark, path).history().collect()
-        auto = [h for h in history if (h["operation"], h["operationParameters"].get("auto")) == ("OPTIMIZE", "true")]
-        assert auto, f"{path}: {[h['operation'] for h in history]}"
-        files = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["numFiles"]
-        assert files < 6, f"{path}: {files} files after 6 batches"  # one or two a batch without compaction
+    t = Topic("it.shop.orders")
+
+    def compactions(path: str) -> int:
+        return sum(h["operation"] == "OPTIMIZE" for h in DeltaTable.forPath(spark, path).history().collect())
+
+    apply(records(spark, [t.add(envelope("r", k, {"v": 0}, ts_ms=1000, snapshot="true")) for k in range(20)]), 0)
     expected = {k: {"_id": k, "v": 0} for k in range(20)}
-    for n in range(1, 6):
+    for n in range(1, 5):
+        batch = [
+            t.add(envelope("u", n, {"v": n}, ts_ms=1000 + n)),
+            t.add(envelope("c", 100 + n, {"v": n}, ts_ms=1000 + n)),
+            t.add(envelope("d", 10 + n, None, ts_ms=1000 + n)),
+        ]
+        apply(records(spark, batch), n)
         expected[n] = {"_id": n, "v": n}
         expected[100 + n] = {"_id": 100 + n, "v": n}
         expected.pop(10 + n)
+    assert (compactions(rows), compactions(changes)) == (1, 1)  # after write 3 of each (batch 0 created both)
+    for path in (rows, changes):
+        files = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["numFiles"]
+        assert files < 6, f"{path}: {files} files after 5 batches"  # one or two a batch without compaction
     assert documents(read_table(spark, rows)) == expected
+
+    monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 0)  # a large batch: the table is rewritten
+    monkeypatch.setattr(sinks, "REWRITE_SHARE", 10**9)
+    apply(records(spark, [t.add(envelope("u", 1, {"v": 9}, ts_ms=2000))]), 5)
+    monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
+    apply(records(spark, [t.add(envelope("u", 2, {"v": 9}, ts_ms=2000))]), 6)
+    assert compactions(rows) == 1  # the rewrite started the count again: one small write since, not three
+    assert compactions(changes) == 2  # the changelog's writes 6 and 7 are appends like any other
+
+
+def test_a_compaction_that_fails_is_logged_and_tried_again_after_the_next_write(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mongocdc.spark import sinks
+
+    monkeypatch.setattr(sinks, "COMPACT_EVERY", 1)
+    compaction = sinks.Compaction(spark)
+    path = str(tmp_path / "not-a-delta-table")
+    with caplog.at_level("WARNING", logger="mongocdc.spark.sinks"):
+        compaction.wrote(path)  # the batch's data is committed: upkeep must not fail it
+    assert f"compacting {path} failed" in caplog.text
+    assert compaction.writes[path] == 1  # still due

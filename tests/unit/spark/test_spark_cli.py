@@ -245,7 +245,6 @@ def test_local_runs_size_shuffles_and_delta_snapshots_to_the_machine_and_plan_qu
     assert local["spark.sql.shuffle.partitions"] == cores
     assert local["spark.databricks.delta.snapshotPartitions"] == cores
     assert local["spark.sql.adaptive.enabled"] == "false"
-    assert local["spark.databricks.delta.autoCompact.enabled"] == "true"  # small batches' files are compacted
     user = plan_conf(
         LaunchPlan(
             options,
