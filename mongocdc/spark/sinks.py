@@ -416,7 +416,7 @@ class Compaction:
         try:
             Delta.forPath(self.spark, path).optimize().executeCompaction()
         except Exception as error:  # noqa: BLE001 - upkeep never fails a batch whose data is committed
-            log.warning("compacting %s failed (tried again after the next batch): %s", path, error)
+            log.warning("compacting %s failed (tried again after its next write): %s", path, error)
             return
         self.writes[path] = 0
 
