@@ -71,9 +71,7 @@ def _session(table_format: str) -> Any:
     The job's JVM settings (heap, collector, code cache, partition counts) are part of what it does, and
     the plain copy runs in the same session, so both sides get them.
     """
-    from pyspark.sql import SparkSession
-
-    from mongocdc.spark.launcher import LaunchPlan, plan_conf, prepare
+    from mongocdc.spark.launcher import LaunchPlan, plan_conf, prepare, start_session
     from mongocdc.spark.options import JobOptions, TableFormat
     from mongocdc.spark.packages import ensure_packages
     from tests.spark_support import ivy_dir
@@ -82,11 +80,7 @@ def _session(table_format: str) -> Any:
     plan, spark_packages = prepare(LaunchPlan(options, requested_format=TableFormat(table_format)))
     conf = {**plan_conf(plan, spark_packages), "spark.jars.ivy": str(ivy_dir()), "spark.ui.enabled": "false"}
     ensure_packages(conf["spark.jars.packages"].split(","), ivy_dir())
-    builder = SparkSession.builder.master(plan.master).appName("mongocdc-bench")
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session = start_session(plan, conf)
     heap = session.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
     log.info("spark: driver heap %.1f GB, %s", heap / 2**30, conf.get("spark.driver.extraJavaOptions", ""))
     return session

@@ -247,13 +247,10 @@ def _run_submit(plan: LaunchPlan, conf: Mapping[str, str]) -> dict[str, Any]:
     return {"status": "stopped", "submitted": True, "master": plan.master}
 
 
-def _run_in_process(
-    plan: LaunchPlan, conf: Mapping[str, str], on_progress: Callable[[dict[str, Any]], None] | None
-) -> dict[str, Any]:
+def start_session(plan: LaunchPlan, conf: Mapping[str, str]) -> Any:
+    """A Spark session in this process on ``plan.master`` with ``conf`` (the JVM starts with its settings)."""
     from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
-
-    from mongocdc.spark import job
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(plan.master).appName(plan.app_name)
@@ -267,6 +264,15 @@ def _run_in_process(
             hint="Spark's own output above says why (a --conf value, the Java runtime, a jar in --jars)",
         ) from error
     spark.sparkContext.setLogLevel(plan.spark_log_level)
+    return spark
+
+
+def _run_in_process(
+    plan: LaunchPlan, conf: Mapping[str, str], on_progress: Callable[[dict[str, Any]], None] | None
+) -> dict[str, Any]:
+    from mongocdc.spark import job
+
+    spark = start_session(plan, conf)
     try:
         summary = job.run(spark, plan.options, on_progress=on_progress)
     finally:

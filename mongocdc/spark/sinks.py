@@ -234,10 +234,6 @@ class MarkerFiles:
             staged.writing = in_background(staged.writer(markers))
         return staged
 
-    def save(self, new: DataFrame | None, whole: DataFrame | None) -> None:
-        """:meth:`stage` and publish at once (nothing else is written in between)."""
-        self.stage(new, whole).publish()
-
 
 @dataclass
 class StagedMarkers:

@@ -218,13 +218,13 @@ def test_marker_files_fold_the_newest_marker_per_key_of_the_files_they_read_and_
 
     first = sinks.MarkerFiles(spark, path)
     assert first.read() is None
-    first.save(marker('"a"', 1), None)  # no markers yet: appended
+    first.stage(marker('"a"', 1), None).publish()  # no markers yet: appended
     folding = sinks.MarkerFiles(spark, path)
     markers = folding.read()
     assert markers is not None and len(folding.files) == 1
-    sinks.MarkerFiles(spark, path).save(marker('"b"', 2), None)  # written after the read above
+    sinks.MarkerFiles(spark, path).stage(marker('"b"', 2), None).publish()  # written after the read above
     new = marker('"a"', 3)
-    folding.save(new, markers.unionByName(new))  # one file read + this batch's: folded
+    folding.stage(new, markers.unionByName(new)).publish()  # one file read + this batch's: folded
     after = sinks.MarkerFiles(spark, path)
     rows = after.read()
     assert rows is not None
