@@ -32,7 +32,7 @@ _mongocdc() {
         "signal send stop-snapshot") COMPREPLY=($(compgen -W "--collections --id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
         "snapshot") COMPREPLY=($(compgen -W "--output -o --incremental --collections --filter --channel --wait --timeout --connection-string --topic-prefix --bootstrap-servers --offsets --name --metrics-port --help" -- "$cur")) ;;
         "spark") COMPREPLY=($(compgen -W "run status --help" -- "$cur")) ;;
-        "spark run") COMPREPLY=($(compgen -W "--warehouse --topics --topic-pattern --checkpoint --once --trigger-interval --format --changelog --columns --schema-file --starting-offsets --max-offsets-per-trigger --min-partitions --kafka-option --master --conf --packages --jars --submit --dry-run --query-name --output -o --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
+        "spark run") COMPREPLY=($(compgen -W "--warehouse --topics --topic-pattern --checkpoint --once --trigger-interval --format --changelog --columns --schema-file --starting-offsets --max-offsets-per-trigger --min-partitions --delete-retention --kafka-option --master --conf --packages --jars --submit --dry-run --query-name --output -o --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
         "spark status") COMPREPLY=($(compgen -W "--checkpoint --warehouse --output -o --help" -- "$cur")) ;;
         "stream") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --offsets --name --metrics-port --help" -- "$cur")) ;;
         "topic") COMPREPLY=($(compgen -W "dump --help" -- "$cur")) ;;

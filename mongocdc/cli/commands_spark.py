@@ -19,7 +19,15 @@ from mongocdc.cli import render
 from mongocdc.cli.options import BootstrapOpt, OutputOpt, TopicPrefixOpt
 from mongocdc.cli.state import LogLevel, Output, state
 from mongocdc.errors import UsageError
-from mongocdc.spark.options import JobOptions, StartingOffsets, TableFormat, java_kafka_options, skip_topics_regex
+from mongocdc.spark.options import (
+    DEFAULT_DELETE_RETENTION,
+    JobOptions,
+    StartingOffsets,
+    TableFormat,
+    java_kafka_options,
+    parse_retention,
+    skip_topics_regex,
+)
 
 if TYPE_CHECKING:
     from mongocdc.spark.launcher import LaunchPlan
@@ -110,6 +118,7 @@ def build_plan(
     min_partitions: int | None,
     kafka_option: list[str] | None,
     master: str,
+    delete_retention: str = DEFAULT_DELETE_RETENTION,
     conf: list[str] | None,
     packages: list[str] | None,
     jars: list[str] | None,
@@ -137,6 +146,13 @@ def build_plan(
                 f"--topic-pattern {topic_pattern!r} is not a regular expression: {exc}",
                 hint="it is matched against whole topic names, e.g. 'dbserver1\\..*'",
             ) from exc
+    try:
+        retention_ms = parse_retention(delete_retention)
+    except ValueError as exc:
+        raise UsageError(
+            f"--delete-retention {exc}",
+            hint="keep markers longer than any replay can reach back (the topics' retention), e.g. 7d",
+        ) from exc
     user_conf = _pairs(conf, "--conf")
     java_options = _pairs(kafka_option, "--kafka-option")
     schema = _columns(columns, schema_file)
@@ -174,6 +190,7 @@ def build_plan(
         max_offsets_per_trigger=max_offsets_per_trigger,
         min_partitions=min_partitions,
         query_name=query_name,
+        delete_retention_ms=retention_ms,
     )
     level = state(ctx).log_level
     return LaunchPlan(
@@ -314,6 +331,16 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        delete_retention: Annotated[
+            str,
+            typer.Option(
+                "--delete-retention",
+                metavar="DURATION",
+                help="Keep each deleted key's marker at least this long after the delete, in source time (7d, 36h, "
+                "90m, 30s, 500ms, or forever). A replay of older changes that arrives after its marker went can bring "
+                "the document back until the delete is replayed too: keep it above the topics' retention to be safe.",
+            ),
+        ] = DEFAULT_DELETE_RETENTION,
         kafka_option: Annotated[
             list[str] | None,
             typer.Option(
@@ -394,6 +421,7 @@ def register(app: typer.Typer) -> None:
             min_partitions=min_partitions,
             kafka_option=kafka_option,
             master=master,
+            delete_retention=delete_retention,
             conf=conf,
             packages=packages,
             jars=jars,

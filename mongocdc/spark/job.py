@@ -71,6 +71,11 @@ class BatchApplier:
     def payload(self) -> StructType:
         return m.payload_schema(self.schema)
 
+    def expired_before(self, newest_ts_ms: int) -> int | None:
+        """The ``_ts_ms`` below which a collection's delete markers may go, given its batch's newest change."""
+        retention = self.options.delete_retention_ms
+        return None if retention is None else newest_ts_ms - retention
+
     def changes(self, records: DataFrame) -> DataFrame:
         return m.project(m.parse_records(records, self.options.skip_topics), self.schema)
 
@@ -79,7 +84,11 @@ class BatchApplier:
         try:
             counts = (
                 changes.groupBy(*m.COLLECTION_COLUMNS)
-                .agg(F.count(F.lit(1)).alias("count"), F.count(F.when(F.col("_op") == "d", 1)).alias("deletes"))
+                .agg(
+                    F.count(F.lit(1)).alias("count"),
+                    F.count(F.when(F.col("_op") == "d", 1)).alias("deletes"),
+                    F.max("_ts_ms").alias("newest"),
+                )
                 .collect()
             )
             for row in sorted(counts, key=lambda r: (r["_db"], r["_collection"])):
@@ -96,7 +105,8 @@ class BatchApplier:
                     self.payload,
                     self.compaction,
                 )
-                table.apply(subset, BatchSize(int(row["count"]), int(row["deletes"])))
+                size = BatchSize(int(row["count"]), int(row["deletes"]), self.expired_before(int(row["newest"])))
+                table.apply(subset, size)
                 if self.options.changelog:
                     append_changelog(
                         self.spark,

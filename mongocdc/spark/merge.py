@@ -277,6 +277,13 @@ def delete_markers(state: DataFrame) -> DataFrame:
     return state.where(F.col("_op") == "d").select(*META_COLUMNS)
 
 
+def unexpired(markers: DataFrame, expired_before: int | None) -> DataFrame:
+    """The delete markers not older than ``expired_before`` (a ``_ts_ms``; ``None``: all of them)."""
+    if expired_before is None:
+        return markers
+    return markers.where(F.col("_ts_ms") >= F.lit(expired_before))
+
+
 def newest_markers(markers: DataFrame) -> DataFrame:
     """One delete marker per key, its newest: what a marker table holding several per key decides."""
     decision = Decision(None, markers.withColumn(DOCUMENT, F.lit(None).cast("string")))

@@ -32,6 +32,28 @@ class StartingOffsets(StrEnum):
     latest = "latest"
 
 
+DEFAULT_DELETE_RETENTION = "7d"
+_RETENTION = re.compile(r"(\d+)(ms|s|m|h|d)")
+_RETENTION_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_retention(text: str) -> int | None:
+    """A delete-marker retention (``7d``, ``36h``, ``90m``, ``30s``, ``500ms``) in ms; ``forever``: ``None``.
+
+    Raises ``ValueError`` with the accepted forms for anything else.
+    """
+    value = text.strip().lower()
+    if value == "forever":
+        return None
+    match = _RETENTION.fullmatch(value)
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration: use a number and a unit (ms, s, m, h, d), e.g. 7d, or forever")
+    return int(match.group(1)) * _RETENTION_UNIT_MS[match.group(2)]
+
+
+DEFAULT_DELETE_RETENTION_MS = parse_retention(DEFAULT_DELETE_RETENTION)
+
+
 @dataclass(frozen=True)
 class JobOptions:
     """Everything the job needs; ``table_format`` is ``delta`` or ``parquet`` once the launcher resolved it."""
@@ -57,6 +79,8 @@ class JobOptions:
     """Spark tasks a micro-batch is read in at least (Kafka's ``minPartitions``; large Kafka partitions
     are split); ``None``: ``job.MIN_PARTITIONS_PER_CORE`` per core of the job; 0: one per Kafka partition."""
     query_name: str = "mongocdc"
+    delete_retention_ms: int | None = DEFAULT_DELETE_RETENTION_MS
+    """How long a delete marker is kept at least, in source time (``None``: as long as the table)."""
 
     def to_args(self) -> list[str]:
         """The job's command-line arguments (what ``from_args`` reads back)."""
@@ -85,6 +109,8 @@ class JobOptions:
         if self.min_partitions is not None:
             args += ["--min-partitions", str(self.min_partitions)]
         args += ["--query-name", self.query_name]
+        retention = "forever" if self.delete_retention_ms is None else str(self.delete_retention_ms)
+        args += ["--delete-retention-ms", retention]
         return args
 
     @classmethod
@@ -106,6 +132,7 @@ class JobOptions:
         parser.add_argument("--max-offsets-per-trigger", type=int)
         parser.add_argument("--min-partitions", type=int)
         parser.add_argument("--query-name", default="mongocdc")
+        parser.add_argument("--delete-retention-ms", default=str(DEFAULT_DELETE_RETENTION_MS))
         ns = parser.parse_args(list(argv))
         kafka_options = dict(item.split("=", 1) for item in ns.kafka_option)
         return cls(
@@ -125,6 +152,7 @@ class JobOptions:
             max_offsets_per_trigger=ns.max_offsets_per_trigger,
             min_partitions=ns.min_partitions,
             query_name=ns.query_name,
+            delete_retention_ms=None if ns.delete_retention_ms == "forever" else int(ns.delete_retention_ms),
         )
 
 

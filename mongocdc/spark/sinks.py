@@ -95,6 +95,9 @@ class BatchSize:
 
     changes: int
     deletes: int = 0
+    expired_before: int | None = None
+    """Delete markers with a ``_ts_ms`` below this may be dropped (``--delete-retention`` before the batch's newest
+    change); ``None``: every marker is kept."""
 
 
 def in_background(work: Callable[[], None]) -> Future[None]:
@@ -175,7 +178,7 @@ class ParquetTable:
         ).materialize()
         applied = decision.applied()
         new_rows = decision.kept(rows).select(*columns).unionByName(m.live_rows(applied).select(*columns))
-        new_markers = decision.kept(markers).unionByName(m.delete_markers(applied))
+        new_markers = m.unexpired(decision.kept(markers).unionByName(m.delete_markers(applied)), size.expired_before)
         # both halves of the version at once (neither is visible before the commit marker below)
         both(
             lambda: new_rows.write.mode("overwrite").parquet(f"{target}/rows"),
@@ -199,7 +202,8 @@ class MarkerFiles:
     (its batch is applied again) changes no decision. Plain files spare each batch the Delta
     snapshot, file-listing and commit work of a second table. Once the directory holds
     ``MARKER_FILES_MAX`` files, the newest marker per key is written as one file and the files
-    it replaces are deleted (a crash in between leaves duplicates, which decide nothing new).
+    it replaces are deleted (a crash in between leaves duplicates, which decide nothing new); the
+    fold leaves out the markers the retention lets go (``BatchSize.expired_before``).
 
     A batch's markers are written while its rows are (:meth:`stage`, into ``_staged/``, which
     :meth:`read` does not look at) and moved in only after the rows' commit
@@ -223,12 +227,14 @@ class MarkerFiles:
             return None
         return self.spark.read.schema(m.META_SCHEMA).parquet(*[f"{self.path}/{name}" for name in self.files])
 
-    def stage(self, new: DataFrame | None, whole: DataFrame | None) -> StagedMarkers:
+    def stage(
+        self, new: DataFrame | None, whole: DataFrame | None, expired_before: int | None = None
+    ) -> StagedMarkers:
         """Start writing the batch's markers ``new`` (``None``: it has none) in the background; with many
         files, the fold of ``whole`` (the markers that still count: what :meth:`read` returned and the
-        batch's, or the part of them that won) instead."""
+        batch's, or the part of them that won) instead, without the markers older than ``expired_before``."""
         fold = whole is not None and len(self.files) + 1 >= MARKER_FILES_MAX
-        markers = m.newest_markers(whole) if fold and whole is not None else new
+        markers = m.newest_markers(m.unexpired(whole, expired_before)) if fold and whole is not None else new
         staged = StagedMarkers(self, f"{self.path}/{STAGED_DIR}/{uuid.uuid4().hex}", fold)
         if markers is not None:
             staged.writing = in_background(staged.writer(markers))
@@ -335,7 +341,7 @@ class DeltaTable:
 
         new_markers = m.delete_markers(decided)
         whole = None if markers is None else markers.unionByName(new_markers)
-        marker_files.stage(new_markers if size.deletes else None, whole).alongside(commit)
+        marker_files.stage(new_markers if size.deletes else None, whole, size.expired_before).alongside(commit)
         if self.compaction is not None:
             self.compaction.wrote(self.path)
 
@@ -367,7 +373,8 @@ class DeltaTable:
         winners = None
         if markers is not None:
             winners = decision.kept(markers).select(*m.META_COLUMNS).unionByName(m.delete_markers(applied))
-        marker_files.stage(m.delete_markers(candidates) if size.deletes else None, winners).alongside(
+        new_markers = m.delete_markers(candidates) if size.deletes else None
+        marker_files.stage(new_markers, winners, size.expired_before).alongside(
             lambda: new_rows.write.format("delta").mode("overwrite").save(self.path)
         )
         if self.compaction is not None:

@@ -204,6 +204,58 @@ def test_delta_keeps_deleted_keys_deleted_and_brings_re_inserted_keys_back(
         assert sorted(marker_keys) == [1, 1, 1, 2]
 
 
+@pytest.mark.parametrize("retention_ms", [1000, None])
+@pytest.mark.parametrize("path", ["merge", "rewrite", "parquet"])
+def test_delete_markers_older_than_the_retention_go_and_the_others_keep_stale_replays_out(
+    spark: Any, tmp_path: Path, path: str, retention_ms: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--delete-retention``: a marker stays while the collection's changes are less than the retention
+    newer than it, and goes (with a Delta table, when the marker files are folded) once they are more;
+    ``forever`` (``None``) keeps it. A replay older than a marker that went brings its document back:
+    the trade-off the option's help states."""
+    from mongocdc.spark import sinks
+    from mongocdc.spark.options import deleted_path, table_path
+    from mongocdc.spark.sinks import read_table
+
+    monkeypatch.setattr(sinks, "MARKER_FILES_MAX", 2)  # a Delta table folds its markers at every batch
+    if path == "rewrite":
+        monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 0)
+        monkeypatch.setattr(sinks, "REWRITE_SHARE", 10**9)
+    else:
+        monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
+    table_format = "parquet" if path == "parquet" else "delta"
+    apply, warehouse = applier(spark, tmp_path, table_format, delete_retention_ms=retention_ms)
+    table = table_path(warehouse, "shop", "orders")
+
+    def markers() -> list[tuple[int, int]]:
+        if path == "parquet":
+            newest = sinks.parquet_versions(sinks.HadoopFs(spark), table)[-1]
+            rows = spark.read.parquet(f"{table}/{sinks.VERSIONS_DIR}/{newest:020d}/deleted").collect()
+        else:
+            found = sinks.MarkerFiles(spark, deleted_path(warehouse, "shop", "orders")).read()
+            rows = [] if found is None else found.collect()
+        return sorted((json.loads(r["_key"]), r["_ts_ms"]) for r in rows)
+
+    t = Topic("it.shop.orders")
+    create_1 = envelope("c", 1, {"v": "old"}, ts_ms=1000)
+    two = {2: {"_id": 2, "v": "x"}}
+    steps = [
+        ([t.add(create_1), t.add(envelope("c", 2, {"v": "x"}, ts_ms=1000))], {1: {"_id": 1, "v": "old"}, **two}),
+        ([t.add(envelope("d", 1, None, ts_ms=2000))], two),
+        # 500 ms after the delete: the marker stays and keeps the replayed create out
+        ([t.add(create_1), t.add(envelope("u", 2, {"v": "x"}, ts_ms=2500))], two),
+        # 1500 ms after the delete: more than 1000 ms, so the marker goes
+        ([t.add(envelope("u", 2, {"v": "x"}, ts_ms=3500))], two),
+    ]
+    for number, (batch, want) in enumerate(steps):
+        apply(records(spark, batch), number)
+        assert documents(read_table(spark, table)) == want, f"after batch {number}"
+    assert markers() == ([] if retention_ms else [(1, 2000)])
+    apply(records(spark, [t.add(create_1)]), len(steps))  # the create replayed once more
+    back = {1: {"_id": 1, "v": "old"}, **two} if retention_ms else two
+    assert documents(read_table(spark, table)) == back
+
+
 def test_marker_files_fold_the_newest_marker_per_key_of_the_files_they_read_and_keep_newer_files(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

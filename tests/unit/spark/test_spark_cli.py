@@ -13,7 +13,14 @@ import pytest
 from mongocdc.cli.main import run
 from mongocdc.errors import ExitCode
 from mongocdc.spark import environment, packages
-from mongocdc.spark.options import JobOptions, StartingOffsets, TableFormat, java_kafka_options, path_segment
+from mongocdc.spark.options import (
+    JobOptions,
+    StartingOffsets,
+    TableFormat,
+    java_kafka_options,
+    parse_retention,
+    path_segment,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -68,8 +75,26 @@ def test_job_options_round_trip_through_arguments() -> None:
         max_offsets_per_trigger=1000,
         min_partitions=0,
         query_name="q",
+        delete_retention_ms=36 * 3_600_000,
     )
     assert JobOptions.from_args(options.to_args()) == options
+    forever = replace(options, delete_retention_ms=None)
+    assert JobOptions.from_args(forever.to_args()) == forever
+
+
+@pytest.mark.parametrize(
+    ("flag", "retention_ms"),
+    [([], 7 * 86_400_000), (["--delete-retention", "36h"], 129_600_000), (["--delete-retention", "forever"], None)],
+)
+def test_delete_retention_reaches_the_job_in_ms_and_defaults_to_seven_days(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: list[str], retention_ms: int | None
+) -> None:
+    argv = ["--config", str(config(tmp_path)), "spark", "run", "--warehouse", str(tmp_path / "w"), *flag, "--dry-run"]
+    assert run(argv) == ExitCode.OK
+    words = shlex.split(capsys.readouterr().out.strip())
+    job = JobOptions.from_args(words[words.index("--bootstrap-servers") :])
+    assert job.delete_retention_ms == retention_ms
+    assert parse_retention("500ms") == 500 and parse_retention(" 90M ") == 90 * 60_000
 
 
 def test_librdkafka_settings_become_java_client_properties() -> None:
@@ -105,6 +130,8 @@ def test_librdkafka_settings_become_java_client_properties() -> None:
         (["--topic-pattern", "a("], "--topic-pattern 'a(' is not a regular expression"),
         (["--columns", "a INT", "--schema-file", "s.ddl"], "--columns and --schema-file both give the schema"),
         (["--schema-file", "absent.ddl"], "--schema-file absent.ddl: No such file or directory"),
+        (["--delete-retention", "7 days"], "--delete-retention '7 days' is not a duration: use a number and a unit"),
+        (["--delete-retention", "-1d"], "--delete-retention '-1d' is not a duration"),
     ],
 )
 def test_bad_options_exit_2_with_the_reason(
