@@ -118,7 +118,7 @@ def build_plan(
     min_partitions: int | None,
     kafka_option: list[str] | None,
     master: str,
-    delete_retention: str = DEFAULT_DELETE_RETENTION,
+    delete_retention: str,
     conf: list[str] | None,
     packages: list[str] | None,
     jars: list[str] | None,
