@@ -29,6 +29,14 @@ def applier(spark: Any, tmp_path: Path, table_format: str, **options: Any) -> tu
     return BatchApplier(spark, job), warehouse
 
 
+def take_delta_path(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """Send every Delta batch down one path: ``rewrite`` (one overwrite of the table) or the MERGE."""
+    from mongocdc.spark import sinks
+
+    monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 0 if path == "rewrite" else 10**9)
+    monkeypatch.setattr(sinks, "REWRITE_SHARE", 10**9)
+
+
 @pytest.mark.parametrize("table_format", ["delta", "delta-rewrite", "delta-rewrite-compacting", "parquet"])
 def test_batches_of_several_collections_become_tables_and_a_rerun_batch_changes_nothing(
     spark: Any, tmp_path: Path, table_format: str, monkeypatch: pytest.MonkeyPatch
@@ -111,11 +119,7 @@ def test_delta_keeps_deleted_keys_deleted_and_brings_re_inserted_keys_back(
     from mongocdc.spark.options import deleted_path, table_path
     from mongocdc.spark.sinks import read_table
 
-    if path == "rewrite":
-        monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 0)
-        monkeypatch.setattr(sinks, "REWRITE_SHARE", 10**9)
-    else:
-        monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
+    take_delta_path(monkeypatch, path)
     if crash == "compacting":
         monkeypatch.setattr(sinks, "MARKER_FILES_MAX", 2)
         crash = None
@@ -218,11 +222,7 @@ def test_delete_markers_older_than_the_retention_go_and_the_others_keep_stale_re
     from mongocdc.spark.sinks import read_table
 
     monkeypatch.setattr(sinks, "MARKER_FILES_MAX", 2)  # a Delta table folds its markers at every batch
-    if path == "rewrite":
-        monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 0)
-        monkeypatch.setattr(sinks, "REWRITE_SHARE", 10**9)
-    else:
-        monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 10**9)
+    take_delta_path(monkeypatch, path)
     table_format = "parquet" if path == "parquet" else "delta"
     apply, warehouse = applier(spark, tmp_path, table_format, delete_retention_ms=retention_ms)
     table = table_path(warehouse, "shop", "orders")
@@ -323,10 +323,7 @@ def test_a_batch_like_the_last_one_compiles_no_code_again(
 ) -> None:
     """A batch compiles over a hundred generated classes (the merge's queries and Delta's own), more than
     Spark's default code cache holds: a long-running job must find them all compiled the next batch."""
-    from mongocdc.spark import sinks
-
-    monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 0 if path == "rewrite" else 10**9)
-    monkeypatch.setattr(sinks, "REWRITE_SHARE", 10**9)
+    take_delta_path(monkeypatch, path)
     codegen = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
     apply, _ = applier(spark, tmp_path, "delta")
     t = Topic("it.shop.orders")
