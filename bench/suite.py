@@ -400,7 +400,7 @@ def render_table(report: dict[str, Any]) -> str:
     env = report["environment"]
     lines.append(
         f"mongocdc {env['mongocdc']} | {env['cpus']} CPUs | Python {env['python']} | MongoDB: {env['mongodb']} | "
-        f"Kafka: {env['kafka']} | {env['partitions']} partitions/topic | bsonjs: {env['fast_codec']}"
+        f"Kafka: {env['kafka']} | {env['partitions']} partitions/topic"
     )
     lines.append(
         f"median of {report['repeat']} runs each, baseline and mongocdc interleaved"
@@ -532,14 +532,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     log.setLevel(logging.INFO if args.verbose or args.output == "table" else logging.WARNING)
     from mongocdc import __version__
-    from mongocdc.events.codec import FAST_CODEC
 
     report: dict[str, Any] = {
         "environment": {
             "mongocdc": __version__,
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
-            "fast_codec": FAST_CODEC,
             "partitions": args.partitions,
         },
         "repeat": args.repeat,

@@ -1,72 +1,306 @@
-"""BSON → MongoDB relaxed extended JSON, the text Debezium puts in ``after``/``before``.
+"""BSON → the JSON text Debezium's MongoDB connector writes, character for character.
 
-python-bsonjs (libbson) is about five times faster than ``bson.json_util``;
-where it cannot be installed the pure-Python encoder produces the same JSON
-values (whitespace may differ, which no JSON reader sees).
+Debezium renders documents with the MongoDB Java driver's ``JsonWriter``; what it writes is the
+oracle (checked against Debezium itself by the compatibility suite), not the extended-JSON spec:
+
+* ``after``, ``before`` and ``updateDescription.updatedFields``: ``JsonMode.STRICT`` with
+  indentation switched on but empty indent and new-line strings, so ``{"a": 1,"b": [1,2]}``
+  (``": "`` after a name, a bare ``,`` between elements). Every Int64 is
+  ``{"$numberLong": "5"}``, dates ``{"$date": <millis>}``, binaries
+  ``{"$binary": "<base64>", "$type": "00"}``, regular expressions
+  ``{"$regex": "…", "$options": "…"}``, doubles Java's ``Double.toString`` (``145.81``,
+  ``1.0E300``, bare ``NaN``/``Infinity``).
+* the key's ``id``: ``JsonMode.RELAXED`` with the same spacing, of the ``_id`` value alone.
+* strings: the Java writer escapes ``"`` ``\\`` and ``\\b\\f\\n\\r\\t``, and writes ``\\uXXXX``
+  (lower-case hex) for every UTF-16 unit whose Unicode category is not a letter (other than a
+  modifier letter), digit, number, space separator, punctuation or symbol: control and format
+  characters, marks, line/paragraph separators, unassigned code points and both halves of every
+  character beyond the Basic Multilingual Plane. Everything else is written as it is.
+
+The document path decodes the BSON once (C), swaps the values whose JSON differs from plain JSON
+for their extended-JSON objects in place, and lets the C JSON encoder write the text; doubles that
+Java writes in scientific notation go through a placeholder the encoder cannot produce otherwise
+(a lone surrogate, which no UTF-8 string decodes to).
+
+Known differences, all in values MongoDB has deprecated since 2011 and no current driver writes:
+a ``symbol`` is written as a plain string, ``undefined`` as ``null``, a ``DBPointer`` as a
+``{"$ref", "$id"}`` document (Java: ``{"$symbol": …}``, ``{"$undefined": true}``, the same
+document). Java 17's ``Double.toString`` occasionally prints one digit more than the shortest
+text that reads back as the same double (fixed in Java 19); mongocdc always prints the shortest.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
-from collections.abc import Mapping
+import math
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import bson
-from bson import Int64, ObjectId, json_util
+from bson import Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp, json_util
+from bson.binary import Binary
+from bson.codec_options import CodecOptions, DatetimeConversion
+from bson.datetime_ms import DatetimeMS
+from bson.dbref import DBRef
 from bson.raw_bson import RawBSONDocument
 
+_DECODE = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_MS)
+# The Java writer's compact form: ": " after a name, "," between elements, nothing else.
+_encode = json.JSONEncoder(separators=(",", ": "), ensure_ascii=False, check_circular=False).encode
+_encode_string = json.JSONEncoder(ensure_ascii=False).encode
 _RELAXED = json_util.RELAXED_JSON_OPTIONS
-_json_string = json.JSONEncoder().encode
 
-try:  # pragma: no cover - exercised by whichever branch is installed
-    import bsonjs as _bsonjs
+# Unicode categories the Java writer copies as they are (Character.getType); all others are escaped.
+_RAW_CATEGORIES = frozenset(
+    ("Lu", "Ll", "Lt", "Lo", "Nd", "Nl", "No", "Zs", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So")
+)
+_PLACEHOLDER = "\udc00"  # a lone surrogate: never produced by decoding UTF-8
 
-    def _raw_to_json(raw: bytes) -> str:
-        return str(_bsonjs.dumps(raw, mode=_bsonjs.RELAXED))
 
-    FAST_CODEC = True
-except ImportError:  # pragma: no cover
+@functools.cache
+def _java_escapes() -> re.Pattern[str]:
+    """Characters the Java writer escapes and Python's JSON encoder does not (built on first use)."""
+    ranges: list[str] = ["\x7f"]
+    start = None
+    for code in range(0x80, 0x10000):
+        escaped = unicodedata.category(chr(code)) not in _RAW_CATEGORIES
+        if escaped and start is None:
+            start = code
+        elif not escaped and start is not None:
+            ranges.append(_range(start, code - 1))
+            start = None
+    if start is not None:
+        ranges.append(_range(start, 0xFFFF))
+    ranges.append(_range(0x10000, 0x10FFFF))
+    return re.compile("[" + "".join(ranges) + "]")
 
-    def _raw_to_json(raw: bytes) -> str:
-        return json_util.dumps(bson.decode(raw), json_options=_RELAXED)
 
-    FAST_CODEC = False
+def _range(first: int, last: int) -> str:
+    return f"\\U{first:08x}" if first == last else f"\\U{first:08x}-\\U{last:08x}"
+
+
+def _unit_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code > 0xFFFF:  # Java sees two UTF-16 units, both surrogates, both escaped
+        code -= 0x10000
+        return f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def _java_text(text: str) -> str:
+    """Escape what the Java writer escapes beyond JSON's own escapes (on already-encoded JSON)."""
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _java_escapes().sub(_unit_escape, text)
+
+
+def java_double(value: float) -> str:
+    """Java's ``Double.toString``: ``1.0``, ``145.81``, ``1.0E300``, ``1.0E-4``, ``NaN``, ``-Infinity``."""
+    if value != value:
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    magnitude = abs(value)
+    if magnitude == 0.0 or 1e-3 <= magnitude < 1e7:
+        return repr(value)  # Python writes these ranges in plain decimal notation, as Java does
+    sign, digits, exponent = Decimal(repr(value)).as_tuple()
+    assert isinstance(exponent, int)
+    first = len(digits) + exponent - 1  # the decimal exponent of the first significant digit
+    shown = "".join(map(str, digits)).rstrip("0") or "0"
+    return f"{'-' if sign else ''}{shown[0]}.{shown[1:] or '0'}E{first}"
+
+
+def _binary(data: bytes, subtype: int) -> dict[str, str]:
+    return {"$binary": base64.b64encode(data).decode("ascii"), "$type": f"{subtype:02X}"}
+
+
+def _regex_options(flags: int | str) -> str:
+    if isinstance(flags, str):
+        return flags
+    return "".join(letter for letter, bit in _REGEX_FLAGS if flags & bit)
+
+
+_REGEX_FLAGS = (("i", re.IGNORECASE), ("l", re.LOCALE), ("m", re.MULTILINE), ("s", re.DOTALL), ("u", re.UNICODE), ("x", re.VERBOSE))
+
+
+class _Strict:
+    """One rendering: the in-place conversion of a decoded document and its odd doubles."""
+
+    __slots__ = ("doubles",)
+
+    def __init__(self) -> None:
+        self.doubles: list[str] = []
+
+    def document(self, document: dict[str, Any]) -> dict[str, Any]:
+        for name, value in document.items():
+            kind = type(value)
+            if kind is not str and kind is not int and kind is not bool and value is not None:
+                document[name] = self.value(value, kind)
+        return document
+
+    def array(self, values: list[Any]) -> list[Any]:
+        for index, value in enumerate(values):
+            kind = type(value)
+            if kind is not str and kind is not int and kind is not bool and value is not None:
+                values[index] = self.value(value, kind)
+        return values
+
+    def value(self, value: Any, kind: type) -> Any:
+        if kind is dict:
+            return self.document(value)
+        if kind is list:
+            return self.array(value)
+        if kind is float:
+            magnitude = abs(value)
+            if 1e-3 <= magnitude < 1e7 or magnitude == 0.0 or value != value or magnitude == math.inf:
+                return value  # the encoder's text is Java's here (NaN and Infinity bare, as Java)
+            self.doubles.append(java_double(value))
+            return f"{_PLACEHOLDER}{len(self.doubles) - 1}{_PLACEHOLDER}"
+        convert = _STRICT.get(kind)
+        if convert is None:
+            raise TypeError(f"cannot render a {kind.__name__} as JSON")
+        return convert(self, value)
+
+    def text(self, document: dict[str, Any]) -> str:
+        text = _encode(self.document(document))
+        for index, double in enumerate(self.doubles):
+            text = text.replace(f'"{_PLACEHOLDER}{index}{_PLACEHOLDER}"', double, 1)
+        return _java_text(text)
+
+
+def _strict_code(render: _Strict, value: Code) -> dict[str, Any]:
+    if value.scope is None:
+        return {"$code": str(value)}
+    return {"$code": str(value), "$scope": render.document(dict(value.scope))}
+
+
+def _strict_dbref(render: _Strict, value: DBRef) -> dict[str, Any]:
+    return render.document(dict(value.as_doc()))
+
+
+_STRICT: dict[type, Callable[[_Strict, Any], Any]] = {
+    Int64: lambda _, value: {"$numberLong": str(int(value))},
+    ObjectId: lambda _, value: {"$oid": str(value)},
+    DatetimeMS: lambda _, value: {"$date": int(value)},
+    bytes: lambda _, value: _binary(value, 0),
+    Binary: lambda _, value: _binary(bytes(value), value.subtype),
+    Regex: lambda _, value: {"$regex": str(value.pattern), "$options": _regex_options(value.flags)},
+    Timestamp: lambda _, value: {"$timestamp": {"t": value.time, "i": value.inc}},
+    Decimal128: lambda _, value: {"$numberDecimal": str(value)},
+    MinKey: lambda _, value: {"$minKey": 1},
+    MaxKey: lambda _, value: {"$maxKey": 1},
+    Code: _strict_code,
+    DBRef: _strict_dbref,
+}
 
 
 def document_to_json(document: Mapping[str, Any] | RawBSONDocument) -> str:
-    """Render one BSON document as relaxed extended JSON text."""
-    if isinstance(document, RawBSONDocument):
-        return _raw_to_json(bytes(document.raw))
-    return _raw_to_json(bson.encode(document))
+    """Render one BSON document as Debezium renders ``after``/``before``/``updatedFields``."""
+    raw = bytes(document.raw) if isinstance(document, RawBSONDocument) else bson.encode(document)
+    return _Strict().text(bson.decode(raw, _DECODE))
 
 
-def document_to_json_pure(document: Mapping[str, Any]) -> str:
-    """The pure-Python rendering, used as the fallback and as the reference in tests."""
-    if isinstance(document, RawBSONDocument):
-        document = bson.decode(document.raw)
-    return json_util.dumps(document, json_options=_RELAXED)
+def document_to_json_pure(document: Mapping[str, Any] | RawBSONDocument) -> str:
+    """The same text written by a plain recursive writer: the reference the fast path is tested against."""
+    raw = bytes(document.raw) if isinstance(document, RawBSONDocument) else bson.encode(document)
+    return _java_text(_write(bson.decode(raw, _DECODE), strict=True))
+
+
+# --- the recursive writer (keys, and the reference for documents) --------------------------------
+
+
+def _write(value: Any, *, strict: bool) -> str:
+    kind = type(value)
+    if kind is dict:
+        return "{" + ",".join(f"{_encode_string(k)}: {_write(v, strict=strict)}" for k, v in value.items()) + "}"
+    if kind is list:
+        return "[" + ",".join(_write(v, strict=strict) for v in value) + "]"
+    if kind is str:
+        return _encode_string(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if kind is int:
+        return str(value)
+    if kind is float:
+        if not strict and (value != value or math.isinf(value)):
+            return _write({"$numberDouble": java_double(value)}, strict=strict)
+        return java_double(value)
+    if kind is Int64:
+        return str(int(value)) if not strict else _write({"$numberLong": str(int(value))}, strict=strict)
+    if kind is DatetimeMS:
+        millis = int(value)
+        if strict:
+            return _write({"$date": millis}, strict=strict)
+        if 0 <= millis <= _LAST_MS_OF_9999:
+            return _write({"$date": _iso_millis(millis)}, strict=strict)
+        return _write({"$date": {"$numberLong": str(millis)}}, strict=strict)
+    if kind is bytes or kind is Binary:
+        data = bytes(value)
+        subtype = 0 if kind is bytes else value.subtype
+        if strict:
+            return _write(_binary(data, subtype), strict=strict)
+        encoded = base64.b64encode(data).decode("ascii")
+        return _write({"$binary": {"base64": encoded, "subType": f"{subtype:02X}"}}, strict=strict)
+    if kind is Regex:
+        pattern, options = str(value.pattern), _regex_options(value.flags)
+        if strict:
+            return _write({"$regex": pattern, "$options": options}, strict=strict)
+        return _write({"$regularExpression": {"pattern": pattern, "options": options}}, strict=strict)
+    if kind is Code:
+        if value.scope is None:
+            return _write({"$code": str(value)}, strict=strict)
+        return _write({"$code": str(value), "$scope": dict(value.scope)}, strict=strict)
+    if kind is DBRef:
+        return _write(dict(value.as_doc()), strict=strict)
+    convert = _STRICT.get(kind)
+    if convert is None:
+        raise TypeError(f"cannot render a {kind.__name__} as JSON")
+    return _write(convert(_Strict(), value), strict=strict)
+
+
+_LAST_MS_OF_9999 = 253402300799999
+
+
+def _iso_millis(millis: int) -> str:
+    """Java's ``ISO_OFFSET_DATE_TIME`` in UTC: seconds always, the fraction only as long as needed."""
+    moment = datetime.fromtimestamp(millis // 1000, tz=UTC)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = millis % 1000
+    if fraction:
+        text += "." + f"{fraction:03d}".rstrip("0")
+    return text + "Z"
 
 
 def value_to_json(value: Any) -> str:
-    """Render a single BSON value (a document key, for instance) as relaxed extended JSON.
+    """Render a document's ``_id`` as Debezium renders the key's ``id`` (relaxed, compact).
 
-    Matches the MongoDB Java driver's relaxed writer that Debezium uses for keys:
-    ``ObjectId`` → ``{"$oid": "…"}``, ``1004`` → ``1004``, ``"abc"`` → ``"abc"``.
+    ``ObjectId`` → ``{"$oid": "…"}``, ``1004`` → ``1004``, ``"abc"`` → ``"abc"``,
+    ``{"a": 1, "b": "x"}`` → ``{"a": 1,"b": "x"}``.
     """
     kind = type(value)
     if kind is ObjectId:
         return f'{{"$oid": "{value}"}}'
     if kind is str:
-        return _json_string(value)
+        return _java_text(_encode_string(value))
     if kind is int and -(2**63) <= value < 2**63:
         return str(value)
     if isinstance(value, RawBSONDocument):
-        value = bson.decode(value.raw)
-    return json_util.dumps(value, json_options=_RELAXED)
+        value = bson.decode(value.raw, _DECODE)
+    else:
+        value = bson.decode(bson.encode({"_": value}), _DECODE)["_"]
+    return _java_text(_write(value, strict=False))
 
 
 def json_to_document(text: str) -> Any:
-    """Parse relaxed or canonical extended JSON back into BSON values."""
+    """Parse relaxed, canonical or strict (legacy) extended JSON back into BSON values."""
     return json_util.loads(text, json_options=_RELAXED)
 
 

@@ -16,7 +16,7 @@ HOMES = {
     "pyspark": ("spark/",),
 }
 PURE = ("events/", "engine/acks.py")
-PURE_ALLOWED = {"bson", "bsonjs", "mongocdc"}  # bsonjs: the optional libbson codec
+PURE_ALLOWED = {"bson", "mongocdc"}
 
 
 def imports(path: Path) -> set[str]:

@@ -21,7 +21,7 @@ scalars = st.one_of(
     st.booleans(),
     st.integers(min_value=-(2**31), max_value=2**31 - 1),
     st.integers(min_value=-(2**63), max_value=2**63 - 1).map(Int64),
-    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(),
     st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
     st.binary(min_size=12, max_size=12).map(ObjectId),
     st.datetimes(min_value=dt.datetime(1970, 1, 1), max_value=dt.datetime(9999, 1, 1), timezones=st.just(dt.UTC)).map(
@@ -47,6 +47,8 @@ def normalise(value: Any) -> Any:
         return [normalise(v) for v in value]
     if isinstance(value, bool) or value is None:
         return value
+    if isinstance(value, float) and value != value:
+        return "NaN"  # NaN equals nothing, itself included
     if isinstance(value, int):
         return int(value)
     if isinstance(value, dt.datetime):
@@ -62,13 +64,14 @@ def test_document_json_round_trips(doc: dict[str, Any]) -> None:
 
 @given(documents)
 def test_fast_and_pure_codecs_agree(doc: dict[str, Any]) -> None:
-    assert json.loads(document_to_json(doc)) == json.loads(document_to_json_pure(doc))
+    """The in-place fast path writes exactly the text of the plain recursive writer."""
+    assert document_to_json(doc) == document_to_json_pure(doc)
 
 
 @given(documents)
 def test_raw_documents_render_like_decoded_ones(doc: dict[str, Any]) -> None:
     raw = RawBSONDocument(bson.encode(doc))
-    assert json.loads(document_to_json(raw)) == json.loads(document_to_json(doc))
+    assert document_to_json(raw) == document_to_json(doc)
 
 
 @given(values)
@@ -114,10 +117,12 @@ def test_timestamp_values_render() -> None:
 
 
 @given(values)
-def test_key_fast_paths_match_json_util(value: Any) -> None:
-    from bson import json_util
+def test_key_fast_paths_match_the_general_writer(value: Any) -> None:
+    """The shortcuts for ObjectId, string and integer keys write what the general relaxed writer writes."""
+    from mongocdc.events import codec
 
-    assert value_to_json(value) == json_util.dumps(value, json_options=json_util.RELAXED_JSON_OPTIONS)
+    decoded = bson.decode(bson.encode({"_": value}), codec._DECODE)["_"]
+    assert value_to_json(value) == codec._java_text(codec._write(decoded, strict=False))
 
 
 @given(values.filter(lambda v: not isinstance(v, list)), documents)
