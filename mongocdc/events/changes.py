@@ -21,7 +21,7 @@ from bson import Timestamp
 from bson.binary import Binary
 from bson.raw_bson import RawBSONDocument
 
-from mongocdc.events.codec import document_to_json, value_to_json
+from mongocdc.events.codec import document_to_json, update_to_json, value_to_json
 from mongocdc.events.model import ChangeEvent, Op, SourceInfo, UpdateDescription
 from mongocdc.events.position import Position
 
@@ -139,7 +139,7 @@ def _update_description(
         updated, removed_raw = transforms.apply_update_description(ns[0], ns[1], _as_dict(updated), removed_raw)
     removed = tuple(str(f) for f in removed_raw)
     truncated = tuple((str(t["field"]), int(t["newSize"])) for t in (raw.get("truncatedArrays") or ()))
-    return UpdateDescription(document_to_json(updated), removed, truncated)
+    return UpdateDescription(update_to_json(updated), removed, truncated)
 
 
 def convert_change(

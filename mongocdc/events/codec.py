@@ -52,7 +52,6 @@ from bson.raw_bson import RawBSONDocument
 
 _DECODE = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_MS)
 # The Java writer's compact form: ": " after a name, "," between elements, nothing else.
-_encode = json.JSONEncoder(separators=(",", ": "), ensure_ascii=False, check_circular=False).encode
 _encode_string = json.JSONEncoder(ensure_ascii=False).encode
 _RELAXED = json_util.RELAXED_JSON_OPTIONS
 
@@ -129,13 +128,14 @@ def _regex_options(flags: int | str) -> str:
 _REGEX_FLAGS = (("i", re.IGNORECASE), ("l", re.LOCALE), ("m", re.MULTILINE), ("s", re.DOTALL), ("u", re.UNICODE), ("x", re.VERBOSE))
 
 
-class _Strict:
+class _Render:
     """One rendering: the in-place conversion of a decoded document and its odd doubles."""
 
-    __slots__ = ("doubles",)
+    __slots__ = ("doubles", "converters")
 
-    def __init__(self) -> None:
+    def __init__(self, converters: dict[type, Callable[[_Render, Any], Any]]) -> None:
         self.doubles: list[str] = []
+        self.converters = converters
 
     def document(self, document: dict[str, Any]) -> dict[str, Any]:
         for name, value in document.items():
@@ -156,71 +156,133 @@ class _Strict:
             return self.document(value)
         if kind is list:
             return self.array(value)
-        if kind is float:
-            magnitude = abs(value)
-            if 1e-3 <= magnitude < 1e7 or magnitude == 0.0 or value != value or magnitude == math.inf:
-                return value  # the encoder's text is Java's here (NaN and Infinity bare, as Java)
-            self.doubles.append(java_double(value))
-            return f"{_PLACEHOLDER}{len(self.doubles) - 1}{_PLACEHOLDER}"
-        convert = _STRICT.get(kind)
+        convert = self.converters.get(kind)
         if convert is None:
             raise TypeError(f"cannot render a {kind.__name__} as JSON")
         return convert(self, value)
 
-    def text(self, document: dict[str, Any]) -> str:
-        text = _encode(self.document(document))
+    def double(self, value: float) -> Any:
+        """A double the encoder writes as Java does, or a placeholder for Java's scientific notation."""
+        magnitude = abs(value)
+        if 1e-3 <= magnitude < 1e7 or magnitude == 0.0 or value != value or magnitude == math.inf:
+            return value  # the encoder's text is Java's here (NaN and Infinity bare, as Java)
+        self.doubles.append(java_double(value))
+        return f"{_PLACEHOLDER}{len(self.doubles) - 1}{_PLACEHOLDER}"
+
+    def text(self, document: dict[str, Any], encode: Callable[[Any], str]) -> str:
+        text = encode(self.document(document))
         for index, double in enumerate(self.doubles):
             text = text.replace(f'"{_PLACEHOLDER}{index}{_PLACEHOLDER}"', double, 1)
         return _java_text(text)
 
 
-def _strict_code(render: _Strict, value: Code) -> dict[str, Any]:
+def _code(render: _Render, value: Code) -> dict[str, Any]:
     if value.scope is None:
         return {"$code": str(value)}
     return {"$code": str(value), "$scope": render.document(dict(value.scope))}
 
 
-def _strict_dbref(render: _Strict, value: DBRef) -> dict[str, Any]:
+def _dbref(render: _Render, value: DBRef) -> dict[str, Any]:
     return render.document(dict(value.as_doc()))
 
 
-_STRICT: dict[type, Callable[[_Strict, Any], Any]] = {
-    Int64: lambda _, value: {"$numberLong": str(int(value))},
+def _relaxed_double(render: _Render, value: float) -> Any:
+    if value != value or math.isinf(value):
+        return {"$numberDouble": java_double(value)}
+    return render.double(value)
+
+
+def _relaxed_date(_: _Render, value: DatetimeMS) -> dict[str, Any]:
+    millis = int(value)
+    if 0 <= millis <= _LAST_MS_OF_9999:
+        return {"$date": _iso_millis(millis)}
+    return {"$date": {"$numberLong": str(millis)}}
+
+
+def _relaxed_binary(data: bytes, subtype: int) -> dict[str, Any]:
+    return {"$binary": {"base64": base64.b64encode(data).decode("ascii"), "subType": f"{subtype:02X}"}}
+
+
+_COMMON: dict[type, Callable[[_Render, Any], Any]] = {
     ObjectId: lambda _, value: {"$oid": str(value)},
-    DatetimeMS: lambda _, value: {"$date": int(value)},
-    bytes: lambda _, value: _binary(value, 0),
-    Binary: lambda _, value: _binary(bytes(value), value.subtype),
-    Regex: lambda _, value: {"$regex": str(value.pattern), "$options": _regex_options(value.flags)},
     Timestamp: lambda _, value: {"$timestamp": {"t": value.time, "i": value.inc}},
     Decimal128: lambda _, value: {"$numberDecimal": str(value)},
     MinKey: lambda _, value: {"$minKey": 1},
     MaxKey: lambda _, value: {"$maxKey": 1},
-    Code: _strict_code,
-    DBRef: _strict_dbref,
+    Code: _code,
+    DBRef: _dbref,
 }
+_STRICT: dict[type, Callable[[_Render, Any], Any]] = {
+    **_COMMON,
+    float: lambda render, value: render.double(value),
+    Int64: lambda _, value: {"$numberLong": str(int(value))},
+    DatetimeMS: lambda _, value: {"$date": int(value)},
+    bytes: lambda _, value: _binary(value, 0),
+    Binary: lambda _, value: _binary(bytes(value), value.subtype),
+    Regex: lambda _, value: {"$regex": str(value.pattern), "$options": _regex_options(value.flags)},
+}
+_RELAXED_TYPES: dict[type, Callable[[_Render, Any], Any]] = {
+    **_COMMON,
+    float: _relaxed_double,
+    Int64: lambda _, value: int(value),
+    DatetimeMS: _relaxed_date,
+    bytes: lambda _, value: _relaxed_binary(value, 0),
+    Binary: lambda _, value: _relaxed_binary(bytes(value), value.subtype),
+    Regex: lambda _, value: {
+        "$regularExpression": {"pattern": str(value.pattern), "options": _regex_options(value.flags)}
+    },
+}
+# JsonWriter with indentation on but empty indent/new-line strings (Debezium's COMPACT_JSON_SETTINGS).
+_encode_compact = json.JSONEncoder(separators=(",", ": "), ensure_ascii=False, check_circular=False).encode
+# JsonWriter's defaults (BsonDocument.toJson()): ", " between elements.
+_encode_spaced = json.JSONEncoder(separators=(", ", ": "), ensure_ascii=False, check_circular=False).encode
+
+
+def _decoded(document: Mapping[str, Any] | RawBSONDocument) -> dict[str, Any]:
+    raw = bytes(document.raw) if isinstance(document, RawBSONDocument) else bson.encode(document)
+    return bson.decode(raw, _DECODE)
 
 
 def document_to_json(document: Mapping[str, Any] | RawBSONDocument) -> str:
-    """Render one BSON document as Debezium renders ``after``/``before``/``updatedFields``."""
-    raw = bytes(document.raw) if isinstance(document, RawBSONDocument) else bson.encode(document)
-    return _Strict().text(bson.decode(raw, _DECODE))
+    """Render one BSON document as Debezium renders ``after`` and ``before`` (strict, compact)."""
+    return _Render(_STRICT).text(_decoded(document), _encode_compact)
 
 
-def document_to_json_pure(document: Mapping[str, Any] | RawBSONDocument) -> str:
-    """The same text written by a plain recursive writer: the reference the fast path is tested against."""
-    raw = bytes(document.raw) if isinstance(document, RawBSONDocument) else bson.encode(document)
-    return _java_text(_write(bson.decode(raw, _DECODE), strict=True))
+def update_to_json(document: Mapping[str, Any] | RawBSONDocument) -> str:
+    """Render ``updateDescription.updatedFields`` as Debezium does: ``BsonDocument.toJson()``.
+
+    That is the Java writer's default: relaxed extended JSON with ``", "`` between elements
+    (``{"a": 1, "d": {"$date": "2024-01-01T00:00:00Z"}}``), unlike ``after``.
+    """
+    return _Render(_RELAXED_TYPES).text(_decoded(document), _encode_spaced)
+
+
+def document_to_json_pure(document: Mapping[str, Any] | RawBSONDocument, *, mode: str = "strict") -> str:
+    """The same text written by a plain recursive writer: the reference the fast paths are tested against.
+
+    ``mode``: ``strict`` (:func:`document_to_json`), ``update`` (:func:`update_to_json`) or
+    ``key`` (:func:`value_to_json`'s form for a document).
+    """
+    strict = mode == "strict"
+    separator = ", " if mode == "update" else ","
+    return _java_text(_write(_decoded(document), strict=strict, separator=separator))
 
 
 # --- the recursive writer (keys, and the reference for documents) --------------------------------
 
 
-def _write(value: Any, *, strict: bool) -> str:
+def _write(value: Any, *, strict: bool, separator: str = ",") -> str:
     kind = type(value)
     if kind is dict:
-        return "{" + ",".join(f"{_encode_string(k)}: {_write(v, strict=strict)}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + separator.join(
+                f"{_encode_string(k)}: {_write(v, strict=strict, separator=separator)}" for k, v in value.items()
+            )
+            + "}"
+        )
     if kind is list:
-        return "[" + ",".join(_write(v, strict=strict) for v in value) + "]"
+        return "[" + separator.join(_write(v, strict=strict, separator=separator) for v in value) + "]"
     if kind is str:
         return _encode_string(value)
     if kind is bool:
@@ -231,39 +293,19 @@ def _write(value: Any, *, strict: bool) -> str:
         return str(value)
     if kind is float:
         if not strict and (value != value or math.isinf(value)):
-            return _write({"$numberDouble": java_double(value)}, strict=strict)
+            return _write({"$numberDouble": java_double(value)}, strict=strict, separator=separator)
         return java_double(value)
-    if kind is Int64:
-        return str(int(value)) if not strict else _write({"$numberLong": str(int(value))}, strict=strict)
-    if kind is DatetimeMS:
-        millis = int(value)
-        if strict:
-            return _write({"$date": millis}, strict=strict)
-        if 0 <= millis <= _LAST_MS_OF_9999:
-            return _write({"$date": _iso_millis(millis)}, strict=strict)
-        return _write({"$date": {"$numberLong": str(millis)}}, strict=strict)
-    if kind is bytes or kind is Binary:
-        data = bytes(value)
-        subtype = 0 if kind is bytes else value.subtype
-        if strict:
-            return _write(_binary(data, subtype), strict=strict)
-        encoded = base64.b64encode(data).decode("ascii")
-        return _write({"$binary": {"base64": encoded, "subType": f"{subtype:02X}"}}, strict=strict)
-    if kind is Regex:
-        pattern, options = str(value.pattern), _regex_options(value.flags)
-        if strict:
-            return _write({"$regex": pattern, "$options": options}, strict=strict)
-        return _write({"$regularExpression": {"pattern": pattern, "options": options}}, strict=strict)
     if kind is Code:
-        if value.scope is None:
-            return _write({"$code": str(value)}, strict=strict)
-        return _write({"$code": str(value), "$scope": dict(value.scope)}, strict=strict)
+        scope = None if value.scope is None else dict(value.scope)
+        code: dict[str, Any] = {"$code": str(value)} if scope is None else {"$code": str(value), "$scope": scope}
+        return _write(code, strict=strict, separator=separator)
     if kind is DBRef:
-        return _write(dict(value.as_doc()), strict=strict)
-    convert = _STRICT.get(kind)
+        return _write(dict(value.as_doc()), strict=strict, separator=separator)
+    converters = _STRICT if strict else _RELAXED_TYPES
+    convert = converters.get(kind)
     if convert is None:
         raise TypeError(f"cannot render a {kind.__name__} as JSON")
-    return _write(convert(_Strict(), value), strict=strict)
+    return _write(convert(_Render(converters), value), strict=strict, separator=separator)
 
 
 _LAST_MS_OF_9999 = 253402300799999

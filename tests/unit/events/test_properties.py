@@ -12,7 +12,13 @@ from bson.raw_bson import RawBSONDocument
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mongocdc.events.codec import document_to_json, document_to_json_pure, json_to_document, value_to_json
+from mongocdc.events.codec import (
+    document_to_json,
+    document_to_json_pure,
+    json_to_document,
+    update_to_json,
+    value_to_json,
+)
 from mongocdc.events.position import Position
 
 keys = st.text(st.characters(blacklist_characters="\x00.$", blacklist_categories=("Cs",)), min_size=1, max_size=8)
@@ -58,14 +64,15 @@ def normalise(value: Any) -> Any:
 
 @given(documents)
 def test_document_json_round_trips(doc: dict[str, Any]) -> None:
-    text = document_to_json(doc)
-    assert normalise(json_to_document(text)) == normalise(bson.decode(bson.encode(doc), codec_options=_TZ))
+    for text in (document_to_json(doc), update_to_json(doc)):
+        assert normalise(json_to_document(text)) == normalise(bson.decode(bson.encode(doc), codec_options=_TZ))
 
 
 @given(documents)
 def test_fast_and_pure_codecs_agree(doc: dict[str, Any]) -> None:
     """The in-place fast path writes exactly the text of the plain recursive writer."""
     assert document_to_json(doc) == document_to_json_pure(doc)
+    assert update_to_json(doc) == document_to_json_pure(doc, mode="update")
 
 
 @given(documents)
