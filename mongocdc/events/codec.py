@@ -50,7 +50,7 @@ from bson.datetime_ms import DatetimeMS
 from bson.dbref import DBRef
 from bson.raw_bson import RawBSONDocument
 
-_DECODE = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_MS)
+_DECODE: CodecOptions[dict[str, Any]] = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_MS)
 # The Java writer's compact form: ": " after a name, "," between elements, nothing else.
 _encode_string = json.JSONEncoder(ensure_ascii=False).encode
 _RELAXED = json_util.RELAXED_JSON_OPTIONS
@@ -125,7 +125,14 @@ def _regex_options(flags: int | str) -> str:
     return "".join(letter for letter, bit in _REGEX_FLAGS if flags & bit)
 
 
-_REGEX_FLAGS = (("i", re.IGNORECASE), ("l", re.LOCALE), ("m", re.MULTILINE), ("s", re.DOTALL), ("u", re.UNICODE), ("x", re.VERBOSE))
+_REGEX_FLAGS = (
+    ("i", re.IGNORECASE),
+    ("l", re.LOCALE),
+    ("m", re.MULTILINE),
+    ("s", re.DOTALL),
+    ("u", re.UNICODE),
+    ("x", re.VERBOSE),
+)
 
 
 class _Render:
