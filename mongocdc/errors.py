@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     CONFIG = 3
     UNREACHABLE = 4
     RESUME_LOST = 5
+    DIFFERENT = 6
     INTERRUPTED = 130
 
 

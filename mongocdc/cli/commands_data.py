@@ -12,7 +12,7 @@ import typer
 from mongocdc.cli import render
 from mongocdc.cli.options import BootstrapOpt, ConnectionStringOpt, OutputOpt
 from mongocdc.cli.state import Output, state
-from mongocdc.errors import UsageError
+from mongocdc.errors import ExitCode, UsageError
 
 
 def decode_bytes(raw: bytes | None) -> Any:
@@ -141,5 +141,88 @@ def register(app: typer.Typer) -> None:
                     )
         finally:
             reader.close()
+
+    @topic_app.command("compare")
+    def compare_topics(
+        ctx: typer.Context,
+        reference_prefix: Annotated[
+            str,
+            typer.Argument(
+                help="topic.prefix of the reference connector (Debezium) that captured the same source.",
+                show_default=False,
+            ),
+        ],
+        prefix: Annotated[
+            str | None,
+            typer.Option(
+                "--prefix", help="topic.prefix of the compared side [default: the config's].", show_default=False
+            ),
+        ] = None,
+        output: OutputOpt = Output.table,
+        timeout: Annotated[
+            float, typer.Option("--timeout", help="Stop reading a topic when no record arrives for this long.", min=0.1)
+        ] = 10.0,
+        bootstrap_servers: BootstrapOpt = None,
+    ) -> None:
+        """Compare mongocdc's topics with Debezium's, record by record (exit 6 when they differ).
+
+        Run Debezium's MongoDB connector and mongocdc on the same source with two topic
+        prefixes, stop both, then compare: every data, transaction and heartbeat topic of the
+        two prefixes is read to its end and matched per topic and key. Only what cannot be equal
+        is ignored: the prefix, the connector version, wall-clock times, an update's looked-up
+        document read later, and the number of heartbeats.
+
+        Example: mongocdc -c mongocdc.yaml topic compare dbserver1
+        """
+        from mongocdc.events.compare import Record, compare
+        from mongocdc.sinks.kafka.reader import StartAt, TopicReader
+
+        settings = state(ctx).settings(bootstrap_servers=bootstrap_servers)
+        compared_prefix = prefix or settings.topic_prefix
+        if not compared_prefix:
+            raise UsageError(
+                "no topic prefix to compare with",
+                hint="give --prefix, or a config (-c) with mongocdc's topic.prefix",
+            )
+        if compared_prefix == reference_prefix:
+            raise UsageError(
+                f"both sides have the topic prefix {reference_prefix!r}",
+                hint="run the two connectors with different topic.prefix values and give Debezium's as the argument",
+            )
+        heartbeat = settings.topic_heartbeat_prefix
+        reader = TopicReader(settings.kafka_client)
+        try:
+            names = reader.topics(timeout=timeout)
+            records: dict[str, list[Record]] = {reference_prefix: [], compared_prefix: []}
+            for side in records:
+                wanted = [t for t in names if t.startswith(side + ".") or t == f"{heartbeat}.{side}"]
+                for topic in wanted:
+                    for r in reader.read(topic, StartAt(), timeout=timeout):
+                        records[side].append(Record(r.topic, r.partition, r.key, r.value, r.headers))
+        finally:
+            reader.close()
+        if not records[reference_prefix]:
+            raise UsageError(
+                f"no topics of the prefix {reference_prefix!r} on {settings.kafka_client.get('bootstrap.servers')}",
+                hint="give the topic.prefix the Debezium connector was configured with",
+            )
+        result = compare(
+            records[reference_prefix],
+            records[compared_prefix],
+            reference_prefix=reference_prefix,
+            compared_prefix=compared_prefix,
+            heartbeat_prefix=heartbeat,
+        )
+        if output is Output.json:
+            render.print_json(result.to_dict())
+        else:
+            rows = [[topic, a, b] for topic, (a, b) in sorted(result.records.items())]
+            render.emit(output, result.to_dict(), ["topic", reference_prefix, compared_prefix], rows, title="records")
+            for difference in result.differences:
+                render.stdout.print(difference.describe(), markup=False, highlight=False)
+            verdict = "identical" if result.identical else f"{len(result.differences)} differences"
+            render.stdout.print(verdict, markup=False, highlight=False)
+        if not result.identical:
+            raise typer.Exit(int(ExitCode.DIFFERENT))
 
     app.add_typer(topic_app, name="topic")

@@ -26,6 +26,7 @@ EXIT_CODES = {
     ExitCode.CONFIG: "invalid configuration (the message names the key and the fix)",
     ExitCode.UNREACHABLE: "MongoDB or Kafka unreachable after all retries",
     ExitCode.RESUME_LOST: "resume position lost: re-snapshot needed (the message gives the commands)",
+    ExitCode.DIFFERENT: "`topic compare` found differences between the two connectors' records",
     ExitCode.INTERRUPTED: "interrupted by SIGINT (after a graceful stop)",
 }
 

@@ -99,3 +99,36 @@ def test_missing_topic_and_bad_timestamp_are_usage_errors(kafka_bootstrap: str) 
     bad = run_cli("topic", "dump", "t", "--bootstrap-servers", kafka_bootstrap, "--timestamp", "yesterday")
     assert bad.returncode == 2
     assert "--timestamp 'yesterday' is neither epoch milliseconds nor an ISO 8601 time" in bad.stderr
+
+
+def _envelope(prefix: str, after: str, ts_ms: int) -> bytes:
+    source = {"version": prefix, "connector": "mongodb", "name": prefix, "ts_ms": 1, "db": "d", "collection": "c"}
+    return json.dumps({"after": after, "source": source, "op": "c", "ts_ms": ts_ms}).encode()
+
+
+def test_compare_finds_no_difference_between_equal_records_and_names_a_changed_one(kafka_bootstrap: str) -> None:
+    reference, same, other = (f"p{uuid.uuid4().hex[:8]}" for _ in range(3))
+    produce(kafka_bootstrap, f"{reference}.d.c", [(b'{"id":"1"}', _envelope(reference, '{"a": 1}', 5), 1)])
+    produce(kafka_bootstrap, f"{same}.d.c", [(b'{"id":"1"}', _envelope(same, '{"a": 1}', 9), 1)])
+    produce(kafka_bootstrap, f"{other}.d.c", [(b'{"id":"1"}', _envelope(other, '{"a":1}', 5), 1)])
+    common = ("--bootstrap-servers", kafka_bootstrap, "--timeout", "5", "--output", "json")
+
+    result = run_cli("topic", "compare", reference, "--prefix", same, *common)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["identical"] is True
+    assert report["records"] == {"<prefix>.d.c": {"reference": 1, "compared": 1}}
+
+    result = run_cli("topic", "compare", reference, "--prefix", other, *common)
+    assert result.returncode == 6, result.stderr
+    (difference,) = json.loads(result.stdout)["differences"]
+    assert difference["where"] == "after"
+    assert (difference["reference"], difference["compared"]) == ('{"a": 1}', '{"a":1}')
+
+
+def test_compare_with_an_unknown_reference_prefix_is_a_usage_error(kafka_bootstrap: str) -> None:
+    result = run_cli(
+        "topic", "compare", f"none{uuid.uuid4().hex[:8]}", "--prefix", "x", "--bootstrap-servers", kafka_bootstrap
+    )
+    assert result.returncode == 2
+    assert "no topics of the prefix" in result.stderr and "topic.prefix the Debezium connector" in result.stderr

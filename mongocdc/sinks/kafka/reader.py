@@ -66,6 +66,14 @@ class TopicReader:
             )
         return sorted(info.partitions)
 
+    def topics(self, timeout: float = 10.0) -> list[str]:
+        """Every topic name on the cluster, sorted."""
+        try:
+            metadata = self._consumer.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            raise_for_client_error(exc, self.bootstrap)
+        return sorted(metadata.topics)
+
     def read(
         self,
         topic: str,
