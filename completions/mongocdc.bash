@@ -7,7 +7,7 @@ _mongocdc() {
         word="${COMP_WORDS[i]}"
         case "$word" in -*) continue ;; esac
         case "${path:+$path }$word" in
-            "config"|"config show"|"config validate"|"discover"|"failover"|"failover translate"|"offsets"|"offsets reset"|"offsets set"|"offsets show"|"replicate"|"signal"|"signal send"|"signal send execute-snapshot"|"signal send log"|"signal send pause-snapshot"|"signal send resume-snapshot"|"signal send stop-snapshot"|"snapshot"|"spark"|"spark run"|"spark status"|"stream"|"topic"|"topic compare"|"topic dump"|"version") path="${path:+$path }$word" ;;
+            "config"|"config show"|"config validate"|"discover"|"failover"|"failover translate"|"offsets"|"offsets export"|"offsets import"|"offsets reset"|"offsets set"|"offsets show"|"replicate"|"signal"|"signal send"|"signal send execute-snapshot"|"signal send log"|"signal send pause-snapshot"|"signal send resume-snapshot"|"signal send stop-snapshot"|"snapshot"|"spark"|"spark run"|"spark status"|"stream"|"topic"|"topic compare"|"topic dump"|"version") path="${path:+$path }$word" ;;
         esac
     done
     case "$path" in
@@ -18,7 +18,9 @@ _mongocdc() {
         "discover") COMPREPLY=($(compgen -W "--output -o --connection-string --help" -- "$cur")) ;;
         "failover") COMPREPLY=($(compgen -W "translate --help" -- "$cur")) ;;
         "failover translate") COMPREPLY=($(compgen -W "--group -g --source --target --topics --apply --dry-run --output -o --help" -- "$cur")) ;;
-        "offsets") COMPREPLY=($(compgen -W "reset set show --help" -- "$cur")) ;;
+        "offsets") COMPREPLY=($(compgen -W "export import reset set show --help" -- "$cur")) ;;
+        "offsets export") COMPREPLY=($(compgen -W "--to-kafka-connect --connector-name --connect-offsets-topic --connect-bootstrap-servers --connect-kafka --connect-offsets-file --dry-run --yes -y --output -o --offsets --name --bootstrap-servers --topic-prefix --help" -- "$cur")) ;;
+        "offsets import") COMPREPLY=($(compgen -W "--from-kafka-connect --connector-name --connect-offsets-topic --connect-bootstrap-servers --connect-kafka --connect-offsets-file --partition -p --dry-run --yes -y --output -o --offsets --name --bootstrap-servers --topic-prefix --connection-string --help" -- "$cur")) ;;
         "offsets reset") COMPREPLY=($(compgen -W "--partition -p --to-timestamp --yes -y --output -o --offsets --name --bootstrap-servers --help" -- "$cur")) ;;
         "offsets set") COMPREPLY=($(compgen -W "--resume-token --partition -p --yes -y --output -o --offsets --name --bootstrap-servers --help" -- "$cur")) ;;
         "offsets show") COMPREPLY=($(compgen -W "--output -o --offsets --name --bootstrap-servers --all --help" -- "$cur")) ;;

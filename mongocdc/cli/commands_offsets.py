@@ -1,4 +1,4 @@
-"""``mongocdc offsets show|reset|set``."""
+"""``mongocdc offsets show|reset|set|import|export``."""
 
 from __future__ import annotations
 
@@ -7,18 +7,20 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import BootstrapOpt, NameOpt, OffsetsOpt, OutputOpt
+from mongocdc.cli.options import BootstrapOpt, ConnectionStringOpt, NameOpt, OffsetsOpt, OutputOpt, TopicPrefixOpt
 from mongocdc.cli.state import Output, state
 from mongocdc.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from mongocdc.config import Settings
     from mongocdc.offsets.base import OffsetStore
+    from mongocdc.offsets.connect import ConnectOffset
 
 PartitionOpt = Annotated[
     str | None,
@@ -43,6 +45,51 @@ SetPartitionOpt = Annotated[
 YesOpt = Annotated[
     bool,
     typer.Option("--yes", "-y", help="Apply without the confirmation prompt (required when stdin is not a terminal)."),
+]
+
+ConnectBootstrapOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--connect-bootstrap-servers",
+        help="Kafka cluster holding the Connect workers' offsets topic (default: kafka.bootstrap.servers).",
+        show_default=False,
+    ),
+]
+ConnectKafkaOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--connect-kafka",
+        metavar="KEY=VALUE",
+        help="A librdkafka property for the client of that cluster, e.g. security.protocol=SASL_SSL "
+        "(repeatable; the configuration's kafka.* settings apply unless overridden).",
+        show_default=False,
+    ),
+]
+ConnectTopicOpt = Annotated[
+    str,
+    typer.Option(
+        "--connect-offsets-topic",
+        help="The Connect workers' offset.storage.topic (or a connector's own offsets.storage.topic).",
+    ),
+]
+ConnectFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--connect-offsets-file",
+        help="A standalone worker's offset.storage.file.filename instead of a topic (stop the worker first).",
+        show_default=False,
+    ),
+]
+ConnectorNameOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--connector-name",
+        help="The Debezium connector's name in Kafka Connect (default: name).",
+        show_default=False,
+    ),
+]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Show what would be written, with the notes, and write nothing.")
 ]
 
 _MAX_TIMESTAMP_SECONDS = 2**32 - 1  # a BSON Timestamp's seconds are 32 bits
@@ -251,6 +298,174 @@ def _render(output: Output, connector: str, changes: Sequence[OffsetChange], par
     )
 
 
+# --- Kafka Connect (Debezium) offsets ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectLocation:
+    """Where a Connect cluster keeps source offsets: a topic (with its client settings) or a standalone file."""
+
+    client: dict[str, Any]
+    topic: str
+    file: Path | None
+    timeout_s: float
+
+    def describe(self) -> str:
+        if self.file is not None:
+            return f"file {self.file}"
+        return f"topic {self.topic} on {self.client.get('bootstrap.servers')}"
+
+
+def connect_location(
+    settings: Settings,
+    bootstrap_servers: str | None,
+    options: Sequence[str] | None,
+    topic: str | None,
+    file: Path | None,
+) -> ConnectLocation:
+    """The Connect offsets the operator named: ``--connect-offsets-file``, or the topic on the cluster."""
+    from mongocdc.offsets.connect import DEFAULT_TOPIC
+
+    if file is not None and (topic is not None or bootstrap_servers is not None or options):
+        raise UsageError(
+            "--connect-offsets-file names a standalone worker's file: it takes no topic or Kafka client options",
+            hint="give either --connect-offsets-file or --connect-offsets-topic (with its cluster), not both",
+        )
+    client: dict[str, Any] = dict(settings.kafka_client)
+    if bootstrap_servers is not None:
+        client["bootstrap.servers"] = bootstrap_servers
+    for option in options or ():
+        key, sep, value = option.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(
+                f"--connect-kafka {option!r} is not KEY=VALUE",
+                hint="for example --connect-kafka security.protocol=SASL_SSL (a librdkafka property)",
+            )
+        client[key.strip()] = value
+    return ConnectLocation(client, topic or DEFAULT_TOPIC, file, settings.connect_timeout_ms / 1000)
+
+
+def read_connect_offsets(location: ConnectLocation, *, missing_file_ok: bool = False) -> list[ConnectOffset]:
+    """Every live offset stored at ``location`` (``UsageError`` when there is no such topic or file; a
+    missing file holds nothing with ``missing_file_ok``, as for a standalone worker that never ran)."""
+    from mongocdc.offsets.connect import OffsetsFileError, live_offsets, read_offsets_file
+
+    if location.file is not None:
+        try:
+            return live_offsets(read_offsets_file(location.file))
+        except FileNotFoundError:
+            if missing_file_ok and location.file.parent.is_dir():
+                return []
+            raise UsageError(
+                f"there is no file {location.file}: no Kafka Connect offsets there",
+                hint="pass the standalone worker's offset.storage.file.filename (see its worker properties)",
+            ) from None
+        except OffsetsFileError as exc:
+            raise UsageError(
+                f"{location.file} is not a Kafka Connect standalone offsets file: {exc}",
+                hint="pass the standalone worker's offset.storage.file.filename (a Java-serialised map); "
+                "distributed workers keep offsets in a topic (--connect-offsets-topic)",
+            ) from None
+        except OSError as exc:
+            raise UsageError(f"cannot read {location.file}: {exc}") from None
+    from mongocdc.sinks.kafka.connect_offsets import ConnectOffsetsTopic
+
+    topic = ConnectOffsetsTopic(location.client, location.topic, timeout_s=location.timeout_s)
+    try:
+        return live_offsets(topic.read())
+    finally:
+        topic.close()
+
+
+def write_connect_offset(location: ConnectLocation, key: bytes, value: bytes, *, dry_run: bool) -> str:
+    """Write one offset record at ``location``; returns where it went (or would go, with ``dry_run``)."""
+    from mongocdc.offsets.connect import write_offsets_file
+
+    if location.file is not None:
+        if not dry_run:
+            try:
+                write_offsets_file(location.file, [(key, value)])
+            except OSError as exc:
+                raise UsageError(f"cannot write {location.file}: {exc}") from None
+        return str(location.file)
+    from mongocdc.sinks.kafka.connect_offsets import ConnectOffsetsTopic
+
+    topic = ConnectOffsetsTopic(location.client, location.topic, timeout_s=location.timeout_s)
+    try:
+        if dry_run:
+            return f"{location.topic}[{topic.partition_for(key)}]"
+        return topic.write([(key, value)])[0]
+    finally:
+        topic.close()
+
+
+def mongocdc_partitions(settings: Settings, partition: str | None) -> list[str]:
+    """The source partitions mongocdc streams for ``settings``: ``--partition``, else asked of MongoDB."""
+    if partition is not None:
+        return [partition]
+    from mongocdc import wiring
+    from mongocdc.sources.mongo.shards import shards_behind
+    from mongocdc.sources.mongo.topology import discover
+
+    if settings.mongodb_connection_string is None:
+        raise ConfigError(
+            "mongodb.connection.string is not set, and it is needed to know mongocdc's source partition",
+            hint="set mongodb.connection.string (or --connection-string), or pass --partition (the replica set "
+            "name, or `cluster` when streaming through mongos)",
+        )
+    client = wiring.mongo_client(settings)
+    try:
+        topology = discover(client)
+        topology.require_change_streams()
+        if topology.kind == "sharded" and settings.mongodb_connection_mode == "replica_set":
+            return sorted(str(s.replica_set) for s in shards_behind(client))
+        return [topology.partition]
+    finally:
+        client.close()
+
+
+def _rest_body(connector: str, partition: Mapping[str, Any], offset: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``PATCH /connectors/<name>/offsets`` request that writes the same offset (Kafka Connect 3.6+)."""
+    return {
+        "method": "PATCH",
+        "path": f"/connectors/{connector}/offsets",
+        "body": {"offsets": [{"partition": dict(partition), "offset": dict(offset)}]},
+    }
+
+
+def _echo_notes(output: Output, notes: Sequence[tuple[str, str]]) -> None:
+    if output is Output.table:
+        for partition, note in notes:
+            typer.echo(f"note ({partition}): {note}", err=True)
+
+
+def _render_adoption(
+    output: Output, connector: str, changes: Sequence[OffsetChange], extra: Sequence[dict[str, Any]]
+) -> None:
+    render.emit(
+        output,
+        [{**change.to_dict(connector), **more} for change, more in zip(changes, extra, strict=True)],
+        ["connector", "partition", "action", "before", "after"],
+        [
+            [
+                connector,
+                c.partition,
+                c.action,
+                describe_offset(c.before, "no offset"),
+                describe_offset(c.after, "deleted"),
+            ]
+            for c in changes
+        ],
+        title="offsets adopted",
+    )
+
+
+_ADOPTION_HELP = (
+    "Stop the source connector first (Debezium: `PUT /connectors/<name>/stop`, Kafka 3.5+, or delete it; "
+    "mongocdc: SIGTERM) so its last position is flushed and nothing overwrites the adopted one."
+)
+
+
 def register(app: typer.Typer) -> None:
     offsets_app = typer.Typer(help="Read and edit stored connector offsets.", no_args_is_help=True)
 
@@ -405,6 +620,236 @@ def register(app: typer.Typer) -> None:
         finally:
             store.close()
         _render(output, connector, changes)
+
+    @offsets_app.command("import")
+    def import_(
+        ctx: typer.Context,
+        from_kafka_connect: Annotated[
+            bool,
+            typer.Option(
+                "--from-kafka-connect",
+                help="Read a Debezium MongoDB connector's offsets from Kafka Connect's offset storage.",
+            ),
+        ] = False,
+        connector_name: ConnectorNameOpt = None,
+        connect_offsets_topic: Annotated[
+            str | None,
+            typer.Option(
+                "--connect-offsets-topic",
+                help="The Connect workers' offset.storage.topic, or the connector's own offsets.storage.topic "
+                "(default: connect-offsets).",
+                show_default=False,
+            ),
+        ] = None,
+        connect_bootstrap_servers: ConnectBootstrapOpt = None,
+        connect_kafka: ConnectKafkaOpt = None,
+        connect_offsets_file: ConnectFileOpt = None,
+        partition: Annotated[
+            str | None,
+            typer.Option(
+                "--partition",
+                "-p",
+                help="mongocdc partition to import into: the replica set name, or `cluster` when streaming through "
+                "mongos (default: asked of MongoDB through mongodb.connection.string).",
+                show_default=False,
+            ),
+        ] = None,
+        dry_run: DryRunOpt = False,
+        yes: YesOpt = False,
+        output: OutputOpt = Output.table,
+        offsets: OffsetsOpt = None,
+        name: NameOpt = None,
+        bootstrap_servers: BootstrapOpt = None,
+        topic_prefix: TopicPrefixOpt = None,
+        connection_string: ConnectionStringOpt = None,
+    ) -> None:
+        """Adopt a stopped Debezium MongoDB connector's offsets: mongocdc continues at its resume token.
+
+        Reads the connector's offset from Kafka Connect (the offsets topic, or a standalone worker's
+        file), translates it and stores it in mongocdc's offset store under --name: `mongocdc stream`
+        then resumes after the same change, with no snapshot and no gap. An unfinished initial
+        snapshot is run again from the start (as Debezium would); an incremental snapshot continues
+        with its current collection read again. Stop the Debezium connector first
+        (`PUT /connectors/<name>/stop` or delete it) so its last position is flushed.
+        """
+        from mongocdc import wiring
+        from mongocdc.engine.adoption import choose_debezium_offsets, from_debezium
+
+        if not from_kafka_connect:
+            raise UsageError(
+                "say where the offsets come from: --from-kafka-connect",
+                hint="mongocdc offsets import --from-kafka-connect [--connector-name NAME] [--connect-offsets-topic T]",
+            )
+        if not dry_run:
+            _require_yes_or_terminal(yes)
+        settings = state(ctx).settings(
+            offsets=offsets,
+            name=name,
+            bootstrap_servers=bootstrap_servers,
+            topic_prefix=topic_prefix,
+            connection_string=connection_string,
+        )
+        prefix = settings.require("topic.prefix")
+        location = connect_location(
+            settings, connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file
+        )
+        debezium = connector_name or settings.name
+        found = read_connect_offsets(location)
+        targets = mongocdc_partitions(settings, partition)
+        chosen = choose_debezium_offsets(
+            found, debezium, prefix, targets, where=location.describe(), explicit=partition is not None
+        )
+        translated = []
+        for target, source in chosen:
+            if source.offset is None:
+                raise UsageError(
+                    f"the offset of {source.key.decode(errors='replace')} in {source.where} is not a JSON object",
+                    hint="it was not written by Kafka Connect's JsonConverter; inspect it with `mongocdc topic dump`",
+                )
+            result = from_debezium(source.offset, new_snapshot_id=f"debezium-{debezium}")
+            notes = list(result.notes)
+            if "incremental_snapshot" in result.offset and not settings.signal_data_collection:
+                notes.append(
+                    "set signal.data.collection (as Debezium's) so mongocdc continues the incremental snapshot"
+                )
+            translated.append((target, source, result.offset, notes))
+        store = wiring.offset_store(settings, create=not dry_run)
+        try:
+            stored = {r.partition: dict(r.offset) for r in store.records(settings.name)}
+            action = "would import" if dry_run else "imported"
+            changes = [OffsetChange(t, action, stored.get(t), after) for t, _, after, _ in translated]
+            _echo_notes(output, [(t, n) for t, _, _, ns in translated for n in ns])
+            if not dry_run:
+                _confirm(settings.name, _store_location(settings), changes, yes)
+                _apply(store, settings.name, changes)
+        finally:
+            store.close()
+        extra = [
+            {
+                "debezium": {
+                    "connector": source.connector,
+                    "partition": source.partition,
+                    "offset": source.offset,
+                    "read_from": source.where,
+                },
+                "notes": ns,
+            }
+            for _, source, _, ns in translated
+        ]
+        _render_adoption(output, settings.name, changes, extra)
+
+    @offsets_app.command("export")
+    def export(
+        ctx: typer.Context,
+        to_kafka_connect: Annotated[
+            bool,
+            typer.Option(
+                "--to-kafka-connect",
+                help="Write the offsets into Kafka Connect's offset storage as the Debezium MongoDB connector would.",
+            ),
+        ] = False,
+        connector_name: ConnectorNameOpt = None,
+        connect_offsets_topic: Annotated[
+            str | None,
+            typer.Option(
+                "--connect-offsets-topic",
+                help="The Connect workers' offset.storage.topic, or the connector's own offsets.storage.topic "
+                "(default: connect-offsets).",
+                show_default=False,
+            ),
+        ] = None,
+        connect_bootstrap_servers: ConnectBootstrapOpt = None,
+        connect_kafka: ConnectKafkaOpt = None,
+        connect_offsets_file: ConnectFileOpt = None,
+        dry_run: DryRunOpt = False,
+        yes: YesOpt = False,
+        output: OutputOpt = Output.table,
+        offsets: OffsetsOpt = None,
+        name: NameOpt = None,
+        bootstrap_servers: BootstrapOpt = None,
+        topic_prefix: TopicPrefixOpt = None,
+    ) -> None:
+        """Hand mongocdc's position to a Debezium MongoDB connector: it resumes at the same resume token.
+
+        Writes the offset under the key Debezium reads ({"server_id": "<topic.prefix>"} for connector
+        --connector-name), with the bytes Debezium writes, into the partition of the offsets topic
+        Kafka Connect's own producer would choose (or into a standalone worker's file). Stop mongocdc
+        first (SIGTERM), and keep the Debezium connector stopped or deleted until the write is done.
+        A running Connect cluster (Kafka 3.6+) can take the same offset through its REST API instead,
+        `PATCH /connectors/<name>/offsets` on the stopped connector: `--dry-run --output json` prints
+        the request.
+        """
+        from mongocdc import wiring
+        from mongocdc.engine.adoption import debezium_partition, to_debezium
+        from mongocdc.offsets.connect import connect_key, connect_value
+
+        if not to_kafka_connect:
+            raise UsageError(
+                "say where the offsets go: --to-kafka-connect",
+                hint="mongocdc offsets export --to-kafka-connect [--connector-name NAME] [--connect-offsets-topic T]",
+            )
+        if not dry_run:
+            _require_yes_or_terminal(yes)
+        settings = state(ctx).settings(
+            offsets=offsets, name=name, bootstrap_servers=bootstrap_servers, topic_prefix=topic_prefix
+        )
+        prefix = settings.require("topic.prefix")
+        location = connect_location(
+            settings, connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file
+        )
+        debezium = connector_name or settings.name
+        store = wiring.offset_store(settings, create=False)
+        try:
+            records = store.records(settings.name)
+        finally:
+            store.close()
+        if not records:
+            raise UsageError(
+                f"connector {settings.name!r} has no stored offsets in {_store_location(settings)}: nothing to export",
+                hint="pass --name (and --offsets) of the mongocdc connector; `mongocdc offsets show --all` lists them",
+            )
+        if len(records) > 1:
+            raise ConfigError(
+                f"connector {settings.name!r} streams each shard's replica set on its own "
+                f"({', '.join(r.partition for r in records)}), but Debezium 3.x streams the whole cluster through "
+                "mongos from one resume token: there is no Debezium offset for several shard positions",
+                hint="switch mongocdc to mongodb.connection.mode=sharded first (a new position: `offsets reset`, "
+                "then stream), or keep Debezium's own offsets",
+            )
+        record = records[0]
+        result = to_debezium(record.offset)
+        partition_map = debezium_partition(prefix)
+        key = connect_key(debezium, partition_map)
+        value = connect_value(result.offset)
+        found = read_connect_offsets(location, missing_file_ok=True)
+        before = next((o.offset for o in found if o.key == key), None)
+        notes = list(result.notes)
+        others = [o for o in found if o.connector == debezium and o.key != key]
+        if others:
+            keys = ", ".join(o.key.decode(errors="replace") for o in others)
+            notes.append(
+                f"connector {debezium!r} also has offsets under {keys}: Debezium ignores them while this exists"
+            )
+        if not dry_run:
+            _echo_notes(output, [(record.partition, n) for n in notes])
+            change = OffsetChange(record.partition, "exported", before, result.offset)
+            _confirm(debezium, location.describe(), [change], yes)
+        written = write_connect_offset(location, key, value, dry_run=dry_run)
+        change = OffsetChange(record.partition, "would export" if dry_run else "exported", before, result.offset)
+        if dry_run:
+            _echo_notes(output, [(record.partition, n) for n in notes])
+        extra = {
+            "debezium": {
+                "connector": debezium,
+                "partition": partition_map,
+                "key": key.decode("utf-8"),
+                "value": value.decode("utf-8"),
+                "written_to" if not dry_run else "would_go_to": written,
+            },
+            "rest": _rest_body(debezium, partition_map, result.offset),
+            "notes": notes,
+        }
+        _render_adoption(output, settings.name, [change], [extra])
 
     app.add_typer(offsets_app, name="offsets")
 

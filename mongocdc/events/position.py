@@ -12,6 +12,29 @@ import bson
 from bson.raw_bson import RawBSONDocument
 
 
+def token_cluster_time(token: Mapping[str, Any]) -> tuple[int, int] | None:
+    """``(sec, ord)`` of the cluster time a resume token encodes, ``None`` when it does not say.
+
+    A token's ``_data`` (hex, or binary before MongoDB 4.0.7) is KeyString-encoded; it starts with the
+    cluster time: type byte 130 (a timestamp), then the timestamp's 64 bits big-endian (seconds, then
+    the increment), as Debezium's ``ResumeTokens.getTimestamp`` reads it.
+    """
+    data = token.get("_data")
+    raw: bytes
+    if isinstance(data, str):
+        try:
+            raw = bytes.fromhex(data)
+        except ValueError:
+            return None
+    elif isinstance(data, bytes):  # bson.Binary is a bytes subclass
+        raw = bytes(data)
+    else:
+        return None
+    if len(raw) < 9 or raw[0] != 130:
+        return None
+    return int.from_bytes(raw[1:5], "big"), int.from_bytes(raw[5:9], "big")
+
+
 @dataclass(frozen=True, slots=True)
 class Position:
     """A point in a replica set's (or the cluster's) change history.
