@@ -15,11 +15,12 @@ Its source offset (``MongoDbOffsetContext.getOffset``) is a ``HashMap`` filled i
 * ``sec``, ``ord`` (int): the cluster time of the position, ``-1``/``-1`` when the position is a
   resume token alone (an idle stream's post-batch token, or the token a snapshot starts from);
 * ``initsync`` (``true``) while the initial snapshot runs; nothing else then but the position;
-* ``lsid`` (the session's compact extended JSON), ``txnNumber`` (long): the position's event is
-  part of a transaction;
+* ``lsid`` (the session document as its JSON writer prints it, ``{"id": {"$binary": "…","$type": "04"}}``),
+  ``txnNumber`` (long): the position's event is part of a transaction;
 * ``resume_token``: Base64 of the token document's BSON (``{"_data": "<hex>"}``); 1.x wrote the
   ``_data`` hex string itself, which 3.6.1 still reads;
-* with ``provide.transaction.metadata``, inside a transaction: ``transaction_id`` and one
+* with ``provide.transaction.metadata``, inside a transaction: ``transaction_id``
+  (``<lsid>:<txnNumber>``) and one
   ``transaction_data_collection_order_<db>.<collection>`` (long) per collection; 3.6.1's loader
   ignores both (a restart starts a new transaction context);
 * during an incremental snapshot: ``incremental_snapshot_primary_key`` and
@@ -39,6 +40,7 @@ import base64
 import binascii
 import json
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -154,6 +156,13 @@ def from_debezium(offset: Mapping[str, Any], *, new_snapshot_id: str = "debezium
       open at the switch gets a new BEGIN.
     """
     notes: list[str] = []
+    if not offset:
+        raise UsageError(
+            "Debezium's stored offset is empty ({}): it had not recorded a position yet (Debezium writes one "
+            "with the records it sends while its snapshot has not begun, e.g. notifications)",
+            hint="there is no position to continue from: start mongocdc without importing (it snapshots or "
+            "streams per snapshot.mode), or let Debezium run until its snapshot has begun",
+        )
     token = parse_debezium_token(offset[RESUME_TOKEN]) if offset.get(RESUME_TOKEN) is not None else None
     sec = _int(offset, SEC, -1)
     ord_ = _int(offset, ORD, -1)
@@ -273,15 +282,19 @@ def to_debezium(offset: Mapping[str, Any]) -> Translated:
             "the start, then streams from the position recorded before it"
         )
     txn = _open_transaction(offset.get("transaction")) if not initsync else None
+    txn_id = None
     if txn is not None:
-        lsid, _, number = str(txn["id"]).rpartition(":")
+        txn_id = str(txn["id"])
+        lsid, _, number = txn_id.rpartition(":")
         if lsid and number.lstrip("-").isdigit():
+            lsid = debezium_lsid(lsid)
+            txn_id = f"{lsid}:{number}"
             items += [(LSID, lsid), (TXN_NUMBER, int(number))]
     if stored[RESUME_TOKEN] is not None:
         items.append((RESUME_TOKEN, stored[RESUME_TOKEN]))
     if not initsync:
         if txn is not None:
-            items.append((TRANSACTION_ID, str(txn["id"])))
+            items.append((TRANSACTION_ID, txn_id))
             counts = {str(name): int(count) for name, count in txn.get("data_collections") or []}
             items += [(TRANSACTION_COUNT_PREFIX + name, counts[name]) for name in java_hashmap_order(counts)]
         raw_state = offset.get(INCREMENTAL_FIELD)
@@ -297,6 +310,20 @@ def to_debezium(offset: Mapping[str, Any]) -> Translated:
                     f"from its first document" + (", and it is no longer paused" if state.paused else "")
                 )
     return Translated(java_hashmap(items), tuple(notes))
+
+
+def debezium_lsid(lsid: str) -> str:
+    """Debezium's ``lsid`` text for a session: the session document as its JSON writer prints it.
+
+    mongocdc names a session by its UUID; Debezium prints the change event's ``lsid`` document,
+    ``{"id": {"$binary": "<Base64>","$type": "04"}}`` (and a ``uid`` for authenticated sessions, which a
+    UUID alone does not give: such a session keeps only its id). Text that is not a UUID is kept as is.
+    """
+    try:
+        session = uuid.UUID(lsid)
+    except ValueError:
+        return lsid
+    return f'{{"id": {{"$binary": "{base64.b64encode(session.bytes).decode()}","$type": "04"}}}}'
 
 
 def _open_transaction(state: Any) -> dict[str, Any] | None:
