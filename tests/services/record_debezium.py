@@ -16,8 +16,8 @@ JsonConverter's ``schemas.enable`` false and true. OUTDIR then holds:
     extended JSON (identical for both runs: ObjectIds and dates are fixed).
 ``schemas-false/`` and ``schemas-true/``
     ``records.jsonl``: every record of the data topics, the transaction topic, the heartbeat
-    topic and the worker's offsets topic (``auxiliary.jsonl``, with ``--all-topics``: Debezium's
-    notifications and the worker's config and status topics), ordered by topic,
+    topic and the worker's offsets topic (``auxiliary.jsonl``, with ``--all-topics``: the worker's
+    config and status topics), ordered by topic,
     partition and offset: topic, partition, offset, timestamp type and value, key and value as
     text with their encoding (``utf-8``, or ``base64`` for bytes that are not UTF-8; ``null``
     for a null key or a tombstone), headers.
@@ -25,7 +25,8 @@ JsonConverter's ``schemas.enable`` false and true. OUTDIR then holds:
     recorder's own (the options Debezium uses: ``updateLookup``, pre-images when available), in
     canonical extended JSON, so unit tests can feed mongocdc the events Debezium consumed.
     ``connector.json``: the connector's configuration; ``offsets.json``: the offsets the REST API
-    reported before the stop; ``timings.json``: how long the worker and the connector took.
+    reported before the stop; ``topics.json``: each topic's partition count; ``timings.json``:
+    how long the worker and the connector took.
     ``logs/``: the worker's log (only with ``--keep-logs``).
     In ``schemas-true/`` the ``.jsonl`` files are gzipped (``.jsonl.gz``): every record repeats
     its schema there.
@@ -77,14 +78,13 @@ log = logging.getLogger("record_debezium")
 PREFIX: Final = "dbz"
 DB: Final = "inventory"
 SIGNALS: Final = "dbz_signals"
-NOTIFICATIONS_TOPIC: Final = "dbz-notifications"
 HEARTBEAT_TOPIC: Final = f"__debezium-heartbeat.{PREFIX}"
 TRANSACTION_TOPIC: Final = f"{PREFIX}.transaction"
 CONNECTOR: Final = "dbz"
 GROUP: Final = "dbz-connect"
 OFFSETS_TOPIC: Final = "connect-offsets"
 # Topics left out of records.jsonl (written to auxiliary.jsonl with --all-topics).
-AUXILIARY_TOPICS: Final = frozenset({"connect-configs", "connect-status", NOTIFICATIONS_TOPIC})
+AUXILIARY_TOPICS: Final = frozenset({"connect-configs", "connect-status"})
 HEARTBEAT_MS: Final = 1000
 HEARTBEATS_WANTED: Final = 3
 WAIT_S: Final = 120.0
@@ -698,8 +698,7 @@ def connector_config(mongo_uri: str) -> dict[str, str]:
         "provide.transaction.metadata": "true",
         "signal.data.collection": f"{DB}.{SIGNALS}",
         "incremental.snapshot.chunk.size": "3",
-        "notification.enabled.channels": "sink",
-        "notification.sink.topic.name": NOTIFICATIONS_TOPIC,
+        "notification.enabled.channels": "log",
         "tombstones.on.delete": "true",
         # Topics the connector creates get 3 partitions: the records show Kafka's key hashing.
         "topic.creation.default.partitions": "3",
@@ -707,13 +706,18 @@ def connector_config(mongo_uri: str) -> dict[str, str]:
     }
 
 
-def _notification(reader: TopicReader, aggregate: str, kind: str) -> bool:
-    for record in reader.read([NOTIFICATIONS_TOPIC]):
-        value = record.json_value()
-        payload = value.get("payload", value) if isinstance(value, dict) else None
-        if isinstance(payload, dict) and payload.get("aggregate_type") == aggregate and payload.get("type") == kind:
-            return True
-    return False
+def _notified(connect: KafkaConnect, aggregate: str, kind: str) -> bool:
+    """Whether Debezium logged this notification (``notification.enabled.channels=log``).
+
+    The log channel rather than the Kafka ("sink") one: a notification sent to Kafka carries the
+    task's source partition with an empty offset, which would put a ``{}`` offset, seen in no
+    production deployment, into the offsets topic.
+    """
+    try:
+        text = connect.log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return f"aggregateType='{aggregate}', type='{kind}'" in text
 
 
 def _drain(stream_: ChangeStream[RawBSONDocument], changes: list[Any], wanted: int, deadline: float) -> None:
@@ -771,7 +775,7 @@ def record_once(outdir: Path, *, schemas_enable: bool, keep_logs: bool, all_topi
             connect.wait_for(
                 lambda: (
                     reader.count(is_data_topic) >= snapshot_records
-                    and _notification(reader, "Initial Snapshot", "COMPLETED")
+                    and _notified(connect, "Initial Snapshot", "COMPLETED")
                 ),
                 "the initial snapshot",
                 WAIT_S,
@@ -806,7 +810,7 @@ def record_once(outdir: Path, *, schemas_enable: bool, keep_logs: bool, all_topi
                     note="incremental snapshot of inventory.incr (mixed _id types) and inventory.customers",
                 )
                 connect.wait_for(
-                    lambda: _notification(reader, "Incremental Snapshot", "COMPLETED"),
+                    lambda: _notified(connect, "Incremental Snapshot", "COMPLETED"),
                     "the incremental snapshot",
                     WAIT_S,
                 )
@@ -833,7 +837,8 @@ def record_once(outdir: Path, *, schemas_enable: bool, keep_logs: bool, all_topi
             if keep_logs and connect._data_dir is not None:
                 shutil.copytree(connect._data_dir / "logs", outdir / "logs", dirs_exist_ok=True)
             connect.stop()
-        records = reader.read(sorted(reader.topics()))
+        topics = reader.topics()
+        records = reader.read(sorted(topics))
         reader.close()
         client.close()
 
@@ -848,6 +853,8 @@ def record_once(outdir: Path, *, schemas_enable: bool, keep_logs: bool, all_topi
     shown = dict(config, **{"mongodb.connection.string": "mongodb://127.0.0.1:PORT/?replicaSet=secantus"})
     (outdir / "connector.json").write_text(json.dumps(shown, indent=2) + "\n")
     (outdir / "offsets.json").write_text(json.dumps(offsets, indent=2) + "\n")
+    partitions = {name: count for name, count in sorted(topics.items()) if name not in AUXILIARY_TOPICS}
+    (outdir / "topics.json").write_text(json.dumps(partitions, indent=2) + "\n")
     (outdir / "timings.json").write_text(json.dumps(timings, indent=2) + "\n")
     log.info("%s: %d records, %d change events; %s", outdir, len(records), len(changes), timings)
     return work.entries
@@ -865,7 +872,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--all-topics",
         action="store_true",
-        help="also write the notification, config and status topics (OUTDIR/schemas-*/auxiliary.jsonl)",
+        help="also write the worker's config and status topics (OUTDIR/schemas-*/auxiliary.jsonl)",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
