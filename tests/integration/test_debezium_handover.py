@@ -117,32 +117,127 @@ def identity(msg: Any) -> tuple[str, int, str | None] | None:
     return value["op"], doc_id, None if after is None else after["v"]
 
 
-def test_debezium_to_mongocdc_and_back(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str, connect: Any) -> None:
-    run = uuid.uuid4().hex[:8]
-    db_name, prefix, name = f"handover_{run}", f"ho{run}", f"dbz-{run}"
-    topic = f"{prefix}.{db_name}.items"
-    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
-    work = Workload(client[db_name]["items"])
-    config = tmp_path / "mongocdc.yaml"
-    config.write_text(
-        "\n".join(
-            [
-                f"name: {json.dumps(name)}",
-                f"mongodb.connection.string: {json.dumps(mongo_uri)}",
-                f"topic.prefix: {json.dumps(prefix)}",
-                f"collection.include.list: {json.dumps(db_name + chr(92) + '.items')}",
-                f"offset.storage.file.filename: {json.dumps(str(tmp_path / 'offsets.db'))}",
-                "offset.flush.interval.ms: 500",
-                "poll.interval.ms: 200",
-                "kafka:",
-                f"  bootstrap.servers: {json.dumps(kafka_bootstrap)}",
-            ]
-        )
-        + "\n"
-    )
+class Handover:
+    """One run's names, config file, workload and checks, shared by the distributed and standalone tests."""
 
-    def settled(what: str) -> None:
-        wait_until(lambda: len(read_topic(kafka_bootstrap, topic, timeout=30)) >= work.records, what, WAIT_S, 0.5)
+    def __init__(self, tmp_path: Path, mongo_uri: str, kafka_bootstrap: str) -> None:
+        run = uuid.uuid4().hex[:8]
+        self.db_name, self.prefix, self.name = f"handover_{run}", f"ho{run}", f"dbz-{run}"
+        self.topic = f"{self.prefix}.{self.db_name}.items"
+        self.bootstrap = kafka_bootstrap
+        self.mongo_uri = mongo_uri
+        self.tmp_path = tmp_path
+        self.client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+        self.work = Workload(self.client[self.db_name]["items"])
+        self.config = tmp_path / "mongocdc.yaml"
+        self.config.write_text(
+            "\n".join(
+                [
+                    f"name: {json.dumps(self.name)}",
+                    f"mongodb.connection.string: {json.dumps(mongo_uri)}",
+                    f"topic.prefix: {json.dumps(self.prefix)}",
+                    f"collection.include.list: {json.dumps(self.db_name + chr(92) + '.items')}",
+                    f"offset.storage.file.filename: {json.dumps(str(tmp_path / 'offsets.db'))}",
+                    "offset.flush.interval.ms: 500",
+                    "poll.interval.ms: 200",
+                    "kafka:",
+                    f"  bootstrap.servers: {json.dumps(kafka_bootstrap)}",
+                ]
+            )
+            + "\n"
+        )
+
+    def connector_config(self) -> dict[str, str]:
+        return {
+            "connector.class": "io.debezium.connector.mongodb.MongoDbConnector",
+            "tasks.max": "1",
+            "mongodb.connection.string": self.mongo_uri,
+            "topic.prefix": self.prefix,
+            "collection.include.list": f"{self.db_name}\\.items",
+            "snapshot.mode": "initial",
+            "topic.creation.default.partitions": str(PARTITIONS),
+            "topic.creation.default.replication.factor": "1",
+        }
+
+    def settled(self, what: str) -> None:
+        wait_until(
+            lambda: len(read_topic(self.bootstrap, self.topic, timeout=30)) >= self.work.records, what, WAIT_S, 0.5
+        )
+
+    def mongocdc(self, *args: str) -> dict[str, Any]:
+        """Run ``mongocdc offsets …`` with the run's configuration; its one JSON result."""
+        result = run_cli("--config", str(self.config), "offsets", *args, "--yes", "--output", "json")
+        assert result.returncode == 0, result.stderr
+        [change] = json.loads(result.stdout)
+        return dict(change)
+
+    def stream(self, part: str) -> None:
+        """``mongocdc stream``: catch up, write ``part``, stop with SIGTERM."""
+        stream = CliProcess("--config", str(self.config), "stream")
+        try:
+            stream.wait_for_log("change stream open", timeout=WAIT_S)
+            self.settled("mongocdc's catching up")
+            self.work.part(part)
+            self.settled(f"mongocdc's {part}")
+        finally:
+            code = stream.stop(signal.SIGTERM)
+        assert code == 0, stream.stderr
+
+    def stored(self) -> dict[str, Any]:
+        store = SqliteOffsetStore(self.tmp_path / "offsets.db")
+        try:
+            [mine] = store.records(self.name)
+        finally:
+            store.close()
+        return dict(mine.offset)
+
+    def check(self, mongocdc_parts: tuple[str, ...]) -> None:
+        """Every change exactly once, in the order made, every key in one partition, written by whom it should."""
+        time.sleep(3)  # anything extra (a duplicate, a second snapshot) would arrive now
+        work = self.work
+        records = read_topic(self.bootstrap, self.topic, timeout=30)
+        seen = [identity(m) for m in records]
+        events = [s for s in seen if s is not None]
+        assert Counter(events) == Counter(work.expected), "a change is missing or duplicated"
+        assert len(events) == len(work.expected)
+        assert sum(1 for s in seen if s is None) == sum(1 for op, _, _ in work.expected if op == "d")
+        partitions: dict[bytes, set[int]] = {}
+        for msg in records:
+            partitions.setdefault(msg.key(), set()).add(msg.partition())
+        assert all(found == {murmur2_partition(key, PARTITIONS)} for key, found in partitions.items())
+        order = {event: i for i, event in enumerate(work.expected)}
+        per_partition: dict[int, list[int]] = {}
+        for msg, event in zip(records, seen, strict=True):
+            if event is not None:
+                per_partition.setdefault(msg.partition(), []).append(order[event])
+        assert all(made == sorted(made) for made in per_partition.values())
+        for msg, event in zip(records, seen, strict=True):
+            if event is not None:
+                version = json.loads(msg.value())["source"]["version"]
+                assert version == (__version__ if work.part_of[event] in mongocdc_parts else DEBEZIUM_VERSION), event
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def debezium_offset(offsets: list[dict[str, Any]], prefix: str, after: Any) -> dict[str, Any] | None:
+    """Debezium's stored offset once it is at or past the cluster time ``after`` (``None`` before)."""
+    for entry in offsets:
+        offset = entry["offset"]
+        if entry["partition"] != {"server_id": prefix} or not offset.get("resume_token"):
+            continue
+        at = (offset["sec"], offset["ord"])
+        if at[0] < 0:  # a token without an event (the stream's high-water mark): its own time, if it says
+            token = bson.decode(base64.b64decode(offset["resume_token"]))
+            at = token_cluster_time(token) or (2**32, 0)
+        if at >= (after.time, after.inc):
+            return dict(offset)
+    return None
+
+
+def test_debezium_to_mongocdc_and_back(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str, connect: Any) -> None:
+    run = Handover(tmp_path, mongo_uri, kafka_bootstrap)
+    name, prefix, work = run.name, run.prefix, run.work
 
     def debezium_state() -> str | None:
         status = connect.connector_status(name)
@@ -150,94 +245,32 @@ def test_debezium_to_mongocdc_and_back(tmp_path: Path, mongo_uri: str, kafka_boo
 
     # 1. Debezium: snapshot, then part 1
     work.seed(5)
-    connect.create_connector(
-        name,
-        {
-            "connector.class": "io.debezium.connector.mongodb.MongoDbConnector",
-            "tasks.max": "1",
-            "mongodb.connection.string": mongo_uri,
-            "topic.prefix": prefix,
-            "collection.include.list": f"{db_name}\\.items",
-            "snapshot.mode": "initial",
-            "topic.creation.default.partitions": str(PARTITIONS),
-            "topic.creation.default.replication.factor": "1",
-        },
-    )
+    connect.create_connector(name, run.connector_config())
     connect.wait_until_running(name)
-    settled("Debezium's snapshot")
+    run.settled("Debezium's snapshot")
     work.part("p1")
-    settled("Debezium's part 1")
+    run.settled("Debezium's part 1")
 
     # 2. Debezium stops; its last position is committed
     status, answer = connect.request("PUT", f"/connectors/{name}/stop")
     assert status in (202, 204), answer
     connect.wait_for(lambda: debezium_state() == "STOPPED", "Debezium to stop", WAIT_S)
     last_p1 = work.last_time
-
-    def debezium_offset() -> dict[str, Any] | None:
-        for entry in connect.connector_offsets(name):
-            offset = entry["offset"]
-            if entry["partition"] != {"server_id": prefix} or not offset.get("resume_token"):
-                continue
-            at = (offset["sec"], offset["ord"])
-            if at[0] < 0:  # a token without an event (the stream's high-water mark): its own time, if it says
-                token = bson.decode(base64.b64decode(offset["resume_token"]))
-                at = token_cluster_time(token) or (2**32, 0)
-            if at >= (last_p1.time, last_p1.inc):
-                return dict(offset)
-        return None
-
-    connect.wait_for(debezium_offset, "Debezium's offset after part 1", WAIT_S)
+    connect.wait_for(
+        lambda: debezium_offset(connect.connector_offsets(name), prefix, last_p1), "Debezium's offset", WAIT_S
+    )
     work.part("p2a")  # while nothing captures
 
     # 3. mongocdc adopts the offset and streams
-    adopted = run_cli(
-        "--config",
-        str(config),
-        "offsets",
-        "import",
-        "--from-kafka-connect",
-        "--connect-offsets-topic",
-        connect.offsets_topic,
-        "--yes",
-        "--output",
-        "json",
-    )
-    assert adopted.returncode == 0, adopted.stderr
-    [change] = json.loads(adopted.stdout)
+    change = run.mongocdc("import", "--from-kafka-connect", "--connect-offsets-topic", connect.offsets_topic)
     assert change["notes"] == [] and "initsync" not in change["after"]
-    stream = CliProcess("--config", str(config), "stream")
-    try:
-        stream.wait_for_log("change stream open", timeout=WAIT_S)
-        settled("mongocdc's catching up")
-        work.part("p2b")
-        settled("mongocdc's part 2")
-    finally:
-        code = stream.stop(signal.SIGTERM)
-    assert code == 0, stream.stderr
+    run.stream("p2b")
     work.part("p3a")  # while nothing captures
 
     # 4. Debezium takes the position back
-    exported = run_cli(
-        "--config",
-        str(config),
-        "offsets",
-        "export",
-        "--to-kafka-connect",
-        "--connect-offsets-topic",
-        connect.offsets_topic,
-        "--yes",
-        "--output",
-        "json",
-    )
-    assert exported.returncode == 0, exported.stderr
-    [handed] = json.loads(exported.stdout)
-    store = SqliteOffsetStore(tmp_path / "offsets.db")
-    try:
-        [mine] = store.records(name)
-    finally:
-        store.close()
-    assert handed["after"]["resume_token"] == mine.offset["resume_token"]
+    handed = run.mongocdc("export", "--to-kafka-connect", "--connect-offsets-topic", connect.offsets_topic)
+    mine = run.stored()
+    assert handed["after"]["resume_token"] == mine["resume_token"]
     assert handed["debezium"]["key"] == debezium_key(name, prefix).decode()
     assert connect.connector_offsets(name) == [{"partition": {"server_id": prefix}, "offset": handed["after"]}]
     # in the offsets topic: Debezium's record and ours, same key bytes, same partition, the same serialisation
@@ -247,36 +280,68 @@ def test_debezium_to_mongocdc_and_back(tmp_path: Path, mongo_uri: str, kafka_boo
     debeziums, ours = written[0].value(), written[-1].value()
     assert list(json.loads(debeziums)) == java_hashmap_order(json.loads(debeziums))
     assert connect_value(json.loads(debeziums)) == debeziums
-    assert ours == connect_value(to_debezium(mine.offset).offset) == handed["debezium"]["value"].encode()
+    assert ours == connect_value(to_debezium(mine).offset) == handed["debezium"]["value"].encode()
     status, answer = connect.request("PUT", f"/connectors/{name}/resume")
     assert status in (202, 204), answer
     connect.wait_until_running(name)
-    settled("Debezium's catching up")
+    run.settled("Debezium's catching up")
     work.part("p3b")
-    settled("Debezium's part 3")
-    time.sleep(3)  # anything extra (a duplicate, a second snapshot) would arrive now
+    run.settled("Debezium's part 3")
 
-    # every change exactly once, in the order made, every key in one partition
-    records = read_topic(kafka_bootstrap, topic, timeout=30)
-    seen = [identity(m) for m in records]
-    events = [s for s in seen if s is not None]
-    assert Counter(events) == Counter(work.expected), "a change is missing or duplicated"
-    assert len(events) == len(work.expected)
-    assert sum(1 for s in seen if s is None) == sum(1 for op, _, _ in work.expected if op == "d")
-    partitions: dict[bytes, set[int]] = {}
-    for msg in records:
-        partitions.setdefault(msg.key(), set()).add(msg.partition())
-    assert all(found == {murmur2_partition(key, PARTITIONS)} for key, found in partitions.items())
-    order = {event: i for i, event in enumerate(work.expected)}
-    per_partition: dict[int, list[int]] = {}
-    for msg, event in zip(records, seen, strict=True):
-        if event is not None:
-            per_partition.setdefault(msg.partition(), []).append(order[event])
-    assert all(made == sorted(made) for made in per_partition.values())
-    # who wrote what: Debezium the snapshot and parts 1 and 3, mongocdc part 2
-    for msg, event in zip(records, seen, strict=True):
-        if event is not None:
-            version = json.loads(msg.value())["source"]["version"]
-            assert version == (__version__ if work.part_of[event].startswith("p2") else DEBEZIUM_VERSION), event
+    run.check(mongocdc_parts=("p2a", "p2b"))
     connect.delete_connector(name)
-    client.close()
+    run.close()
+
+
+def test_standalone_worker_offsets_file(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str) -> None:
+    """The same hand-over through a standalone worker's offsets file, the worker stopped in between."""
+    if shutil.which("java") is None:
+        pytest.skip("Kafka Connect needs Java 17+")
+    from tests.services.connect import KafkaConnect
+
+    run = Handover(tmp_path, mongo_uri, kafka_bootstrap)
+    name, work = run.name, run.work
+    worker = KafkaConnect(
+        kafka_bootstrap,
+        mode="standalone",
+        data_dir=tmp_path / "connect",
+        worker_config={"offset.flush.interval.ms": "1000"},
+    )
+    try:
+        work.seed(3)
+        worker.start()
+        worker.create_connector(name, run.connector_config())
+        worker.wait_until_running(name)
+        run.settled("Debezium's snapshot")
+        work.part("p1")
+        run.settled("Debezium's part 1")
+        last_p1 = work.last_time
+        assert worker.stop(), "the standalone worker did not stop gracefully"
+        work.part("p2a")
+
+        change = run.mongocdc(
+            "import",
+            "--from-kafka-connect",
+            "--connect-offsets-file",
+            str(worker.offsets_file),
+            "--connector-name",
+            name,
+        )
+        assert change["debezium"]["read_from"] == str(worker.offsets_file)
+        assert debezium_offset([change["debezium"]], run.prefix, last_p1) is not None  # committed on stop
+        run.stream("p2b")
+        work.part("p3a")
+        handed = run.mongocdc("export", "--to-kafka-connect", "--connect-offsets-file", str(worker.offsets_file))
+        assert handed["before"] == change["debezium"]["offset"]
+
+        worker.start()  # a standalone worker keeps no connector configuration: create it again
+        worker.create_connector(name, run.connector_config())
+        worker.wait_until_running(name)
+        assert worker.connector_offsets(name) == [{"partition": {"server_id": run.prefix}, "offset": handed["after"]}]
+        run.settled("Debezium's catching up")
+        work.part("p3b")
+        run.settled("Debezium's part 3")
+        run.check(mongocdc_parts=("p2a", "p2b"))
+    finally:
+        worker.stop()
+        run.close()
