@@ -670,7 +670,8 @@ def register(app: typer.Typer) -> None:
         then resumes after the same change, with no snapshot and no gap. An unfinished initial
         snapshot is run again from the start (as Debezium would); an incremental snapshot continues
         with its current collection read again. Stop the Debezium connector first
-        (`PUT /connectors/<name>/stop` or delete it) so its last position is flushed.
+        (`PUT /connectors/<name>/stop` or delete it) so its last position is flushed; on a running
+        Connect cluster (Kafka 3.6+) `GET /connectors/<name>/offsets` shows the offset read here.
         """
         from mongocdc import wiring
         from mongocdc.engine.adoption import choose_debezium_offsets, from_debezium
@@ -824,11 +825,17 @@ def register(app: typer.Typer) -> None:
         found = read_connect_offsets(location, missing_file_ok=True)
         before = next((o.offset for o in found if o.key == key), None)
         notes = list(result.notes)
+        if location.file is not None and not location.file.exists():
+            notes.append(f"{location.file} does not exist yet: it is created, and the worker reads it when it starts")
         others = [o for o in found if o.connector == debezium and o.key != key]
-        if others:
-            keys = ", ".join(o.key.decode(errors="replace") for o in others)
+        older = [o for o in others if o.partition.get("server_id") == prefix]
+        if older:
+            keys = ", ".join(o.key.decode(errors="replace") for o in older)
+            notes.append(f"connector {debezium!r} also has older offsets under {keys}: Debezium ignores them now")
+        for servers in sorted({str(o.partition.get("server_id")) for o in others} - {prefix}):
             notes.append(
-                f"connector {debezium!r} also has offsets under {keys}: Debezium ignores them while this exists"
+                f"connector {debezium!r} also has an offset for server_id {servers!r}: if its topic.prefix is "
+                f"{servers!r}, it reads that one and not this one (written for topic.prefix {prefix!r})"
             )
         if not dry_run:
             _echo_notes(output, [(record.partition, n) for n in notes])

@@ -221,3 +221,26 @@ def test_import_without_partition_needs_the_connection_string(
     )
     assert code == ExitCode.CONFIG
     assert "--partition" in capsys.readouterr().err
+
+
+def test_export_says_which_other_offsets_of_the_connector_debezium_might_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "connect.offsets"
+    write_offsets_file(
+        path,
+        [
+            (debezium_key("dbz", "app", "rs0"), b'{"sec":1,"ord":1}'),
+            (debezium_key("dbz", "inventory"), b'{"sec":2,"ord":1}'),
+        ],
+    )
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    store.commit("app", "rs0", {"sec": 5, "ord": 1, "resume_token": TOKEN})
+    store.close()
+    assert exporting(tmp_path, path, "--yes", "-o", "json") == ExitCode.OK
+    notes = json.loads(capsys.readouterr().out)[0]["notes"]
+    assert any("older offsets under" in n and '"rs":"rs0"' in n for n in notes)
+    assert any("server_id 'inventory'" in n and "it reads that one" in n for n in notes)
+    fresh = tmp_path / "fresh.offsets"
+    assert exporting(tmp_path, fresh, "--yes") == ExitCode.OK
+    assert "does not exist yet" in capsys.readouterr().err
