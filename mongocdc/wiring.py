@@ -31,6 +31,26 @@ def backoff(settings: Settings) -> Backoff:
     )
 
 
+def client_options(settings: Settings) -> Any:
+    """The MongoDB driver settings of ``mongodb.user``, ``mongodb.ssl.*`` and the ``mongodb.*.ms`` timeouts."""
+    from mongocdc.sources.mongo.client import ClientOptions
+
+    return ClientOptions(
+        user=settings.mongodb_user,
+        password=settings.mongodb_password,
+        auth_source=settings.mongodb_authsource,
+        tls=settings.mongodb_ssl_enabled,
+        tls_allow_invalid_hostnames=settings.mongodb_ssl_invalid_hostname_allowed,
+        tls_ca_file=settings.mongodb_ssl_truststore,
+        tls_certificate_key_file=settings.mongodb_ssl_keystore,
+        tls_certificate_key_file_password=settings.mongodb_ssl_keystore_password,
+        connect_timeout_ms=settings.mongodb_connect_timeout_ms,
+        socket_timeout_ms=settings.mongodb_socket_timeout_ms,
+        server_selection_timeout_ms=settings.mongodb_server_selection_timeout_ms,
+        heartbeat_frequency_ms=settings.mongodb_heartbeat_frequency_ms,
+    )
+
+
 def mongo_client(settings: Settings, *, listeners: list[Any] | None = None) -> Any:
     """A connected ``MongoClient`` (retries with the ``connect.*`` backoff)."""
     from mongocdc.sources.mongo.client import connect
@@ -38,7 +58,7 @@ def mongo_client(settings: Settings, *, listeners: list[Any] | None = None) -> A
     return connect(
         settings.mongodb_connection_string,
         backoff(settings),
-        server_selection_timeout_ms=settings.mongodb_server_selection_timeout_ms,
+        client_options=client_options(settings),
         event_listeners=listeners or [],
     )
 
@@ -84,9 +104,25 @@ def kafka_sink(settings: Settings) -> Any:
     """A producer whose cluster answered (retries with the ``connect.*`` backoff)."""
     from mongocdc.sinks.kafka.producer import KafkaSink
 
-    sink = KafkaSink(settings.kafka_client)
+    sink = KafkaSink(producer_settings(settings))
     sink.connect(backoff(settings), settings.connect_timeout_ms / 1000)
     return sink
+
+
+def producer_settings(settings: Settings) -> dict[str, str]:
+    """The change event producer's librdkafka settings: ``kafka.*``, and the queue limits of ``max.queue.size*``.
+
+    ``max.queue.size`` bounds the events read but not yet sent (librdkafka's
+    ``queue.buffering.max.messages``; producing waits while it is full),
+    ``max.queue.size.in.bytes`` their size (``queue.buffering.max.kbytes``); an
+    explicit ``kafka.queue.buffering.*`` setting wins.
+    """
+    config = dict(settings.kafka_client)
+    if settings.max_queue_size is not None:
+        config.setdefault("queue.buffering.max.messages", str(settings.max_queue_size))
+    if settings.max_queue_size_in_bytes > 0:
+        config.setdefault("queue.buffering.max.kbytes", str(-(-settings.max_queue_size_in_bytes // 1024)))
+    return config
 
 
 def unmatched_patterns(patterns: Iterable[str], names: Iterable[str]) -> list[str]:
@@ -151,6 +187,7 @@ def change_source(settings: Settings, client: Any, rs_name: str | None, primary_
         target=settings.capture_target,
         capture_mode=settings.capture_mode,
         poll_interval_ms=settings.poll_interval_ms,
+        max_await_time_ms=settings.cursor_max_await_time_ms or None,
         batch_size=settings.max_batch_size,
         rs_name=rs_name,
         backoff=backoff(settings),
@@ -163,6 +200,27 @@ def change_source(settings: Settings, client: Any, rs_name: str | None, primary_
         pipeline_order=settings.cursor_pipeline_order,
         oversize_mode=settings.cursor_oversize_handling_mode,
     )
+
+
+def snapshot_fetch_size(settings: Settings) -> int:
+    """Documents per snapshot chunk: ``snapshot.fetch.size``, 0 (Debezium's "the server chooses") the default."""
+    from mongocdc.config.settings import DEFAULT_SNAPSHOT_FETCH_SIZE
+
+    return settings.snapshot_fetch_size or DEFAULT_SNAPSHOT_FETCH_SIZE
+
+
+def heartbeat_topic(settings: Settings) -> str:
+    """``topic.heartbeat.name``, else ``<topic.heartbeat.prefix>.<topic.prefix>``."""
+    return settings.topic_heartbeat_name or f"{settings.topic_heartbeat_prefix}.{settings.topic_prefix}"
+
+
+def start_position(settings: Settings) -> Any:
+    """Where streaming starts without a stored offset (``capture.start.op.time``), or ``None``: the present."""
+    if settings.capture_start_op_time < 0:
+        return None
+    from mongocdc.events.position import Position
+
+    return Position(settings.capture_start_op_time >> 32, settings.capture_start_op_time & 0xFFFFFFFF)
 
 
 def snapshot_include(settings: Settings) -> Callable[[str, str], bool]:
@@ -244,7 +302,7 @@ def connector(
             client = connect(
                 shard_connection_string(settings.mongodb_connection_string, shard),
                 backoff(settings),
-                server_selection_timeout_ms=settings.mongodb_server_selection_timeout_ms,
+                client_options=client_options(settings),
                 event_listeners=[watch],
             )
             resources.callback(client.close)
@@ -318,7 +376,7 @@ def connector_task(
         )
         return [
             CollectionScanner(
-                client, db, coll, fetch_size=settings.snapshot_fetch_size, filter=settings.snapshot_filter(db, coll)
+                client, db, coll, fetch_size=snapshot_fetch_size(settings), filter=settings.snapshot_filter(db, coll)
             )
             for db, coll in pairs
             if only is None or f"{db}.{coll}" in only
@@ -341,7 +399,7 @@ def connector_task(
                 oversize_mode=settings.cursor_oversize_handling_mode,
                 oversize_threshold=settings.cursor_oversize_skip_threshold,
                 heartbeat_interval_s=settings.heartbeat_interval_ms / 1000,
-                heartbeat_topic=f"{settings.topic_heartbeat_prefix}.{settings.topic_prefix}",
+                heartbeat_topic=heartbeat_topic(settings),
                 transaction_topic=(
                     f"{settings.topic_prefix}.{settings.topic_transaction}"
                     if settings.provide_transaction_metadata
@@ -351,6 +409,9 @@ def connector_task(
             rs=rs,
             snapshot_mode=settings.snapshot_mode,
             snapshot_max_threads=settings.snapshot_max_threads,
+            snapshot_delay_s=settings.snapshot_delay_ms / 1000,
+            streaming_delay_s=settings.streaming_delay_ms / 1000,
+            start_at=start_position(settings),
         ),
         stop=stop,
         transform=transforms.apply_document if transforms else None,

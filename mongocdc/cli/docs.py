@@ -276,11 +276,12 @@ def replace_section(text: str, name: str, body: str) -> str:
 
 
 def readme(repo: Path, root: click.Command) -> str:
-    from mongocdc.config import render_reference_markdown
+    from mongocdc.config import render_compat_markdown, render_reference_markdown
 
     text = (repo / "README.md").read_text()
     text = replace_section(text, "command-table", command_table(root))
-    return replace_section(text, "config-reference", render_reference_markdown().strip())
+    reference = render_reference_markdown().strip() + "\n\n" + render_compat_markdown().strip()
+    return replace_section(text, "config-reference", reference)
 
 
 def generated(repo: Path) -> dict[Path, str]:

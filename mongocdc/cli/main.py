@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import click
 import typer
+import typer.core
 
 from mongocdc import __version__
 from mongocdc.cli import (
@@ -25,8 +26,57 @@ from mongocdc.cli.state import LogFormat, LogLevel, State, configure_logging
 from mongocdc.config import redact_text
 from mongocdc.errors import ExitCode, MongocdcError
 
+CONFIG_FREE_COMMANDS = frozenset({("version",), ("spark", "status")})
+"""Commands that read no configuration, so they take no ``--config``."""
+
+CONFIG_HELP = "Configuration file: YAML, JSON (a Kafka Connect REST body too) or Java .properties."
+
+
+def _remember_config(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    if value is not None:
+        root = ctx.find_root()
+        if not isinstance(root.obj, State):
+            root.obj = State()
+        root.obj.config = value
+    return value
+
+
+def _config_option() -> click.Option:
+    """``--config``/``-c`` after a command's name: the same as the global option before it (and wins over it)."""
+    return click.Option(
+        ["--config", "-c"],
+        type=click.Path(path_type=Path),
+        expose_value=False,
+        callback=_remember_config,
+        help=f"{CONFIG_HELP} The same as the global --config.",
+    )
+
+
+class _Root(typer.core.TyperGroup):
+    """The root group: every command that reads the configuration also takes ``--config``/``-c`` itself.
+
+    So ``mongocdc stream -c connector.json`` works as well as ``mongocdc -c connector.json stream``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, command in self.commands.items():
+            _add_config_option(command, (name,))
+
+
+def _add_config_option(command: click.Command, path: tuple[str, ...]) -> None:
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            _add_config_option(sub, (*path, name))
+        return
+    if path in CONFIG_FREE_COMMANDS or any("--config" in getattr(p, "opts", ()) for p in command.params):
+        return
+    command.params.append(_config_option())
+
+
 app = typer.Typer(
     name="mongocdc",
+    cls=_Root,
     help="Change data capture from MongoDB into Kafka, Debezium-compatible.",
     no_args_is_help=True,
     add_completion=False,
@@ -41,9 +91,7 @@ def global_options(
     ctx: typer.Context,
     config: Annotated[
         Path | None,
-        typer.Option(
-            "--config", "-c", help="YAML configuration file (Debezium property names).", envvar="MONGOCDC_CONFIG"
-        ),
+        typer.Option("--config", "-c", help=CONFIG_HELP, envvar="MONGOCDC_CONFIG"),
     ] = None,
     log_level: Annotated[
         LogLevel, typer.Option("--log-level", help="Log verbosity.", envvar="MONGOCDC_LOG_LEVEL")

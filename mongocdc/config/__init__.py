@@ -29,7 +29,7 @@ from mongocdc.config.properties import (
     env_var_for,
 )
 from mongocdc.config.redaction import REDACTED, is_secret_key, redact_text, redact_uri, redact_value
-from mongocdc.config.reference import render_reference_markdown
+from mongocdc.config.reference import render_compat_markdown, render_reference_markdown
 from mongocdc.config.settings import KAFKA_PREFIX, PROPERTIES, SYSTEM_DATABASES, Settings
 
 __all__ = [
@@ -56,5 +56,6 @@ __all__ = [
     "redact_text",
     "redact_uri",
     "redact_value",
+    "render_compat_markdown",
     "render_reference_markdown",
 ]

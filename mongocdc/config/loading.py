@@ -9,13 +9,14 @@ in one ``ConfigError``, one line each, so an operator fixes everything at once.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping
-from dataclasses import dataclass
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
+from mongocdc.config import compat
+from mongocdc.config.formats import FILE_HINT, read_config_file
 from mongocdc.config.properties import ENV_PREFIX, env_var_for
 from mongocdc.config.settings import (
     CLIENT_PREFIXES,
@@ -60,7 +61,9 @@ _CLIENT_ENV_PREFIXES: Final = tuple((env_var_for(prefix.rstrip(".")) + "_", pref
 _FILTER_LIST: Final = FILTER_OVERRIDE_PREFIX.rstrip(".")
 _FILTER_ENV_PREFIX: Final = env_var_for(_FILTER_LIST) + "_"
 _COMMAND_LINE: Final = "the command line"
-_FILE_HINT: Final = "Fix the file, or point --config (or MONGOCDC_CONFIG) at another one."
+_FILE_HINT: Final = FILE_HINT
+
+log = logging.getLogger("mongocdc.config")
 
 
 def _env_vars() -> Mapping[str, str]:
@@ -87,9 +90,13 @@ class _Raw:
 def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: Mapping[str, object]) -> Settings:
     """The effective settings: ``overrides`` > ``env`` > ``config_file`` > defaults.
 
-    ``config_file`` is a YAML mapping of property names, flat or nested
-    (``mongodb: {connection.string: …}``); ``None`` reads no file (the caller
-    resolves ``--config``/``MONGOCDC_CONFIG``). ``env`` is usually
+    ``config_file`` is a mapping of property names in YAML (flat or nested:
+    ``mongodb: {connection.string: …}``), JSON (also a Kafka Connect REST body
+    ``{"name": …, "config": {…}}``) or a Java ``.properties`` file (see
+    ``formats.read_config_file``); Kafka Connect's and Debezium's own keys in it
+    are mapped, checked or ignored as ``compat.translate`` says, and the keys
+    ignored with an effect are logged in one warning. ``None`` reads no file (the
+    caller resolves ``--config``/``MONGOCDC_CONFIG``). ``env`` is usually
     ``os.environ``: ``MONGOCDC_<NAME>`` variables, dots as underscores.
     ``overrides`` are command-line values by property name.
 
@@ -103,8 +110,9 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
     """
     problems: list[str] = []
     layers: list[dict[str, _Raw]] = []
+    report = FileReport()
     if config_file is not None:
-        layers.append(_file_layer(config_file, problems))
+        layers.append(_file_layer(config_file, problems, report))
     env_layer, filter_vars = _env_layer(env, problems)
     layers.append(env_layer)
     layers.append(_overrides_layer(overrides, problems))
@@ -153,7 +161,9 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
         raise config_error(problems)
     attributes: dict[str, Any] = {PROPERTIES[name].attr: value for name, value in values.items()}
     attributes.update(clients)
-    return Settings(**attributes, snapshot_filter_overrides=filters)
+    settings = Settings(**attributes, snapshot_filter_overrides=filters, ignored=report.ignored)
+    report.log()
+    return settings
 
 
 def parse_offsets_spec(spec: str) -> dict[str, str]:
@@ -183,25 +193,80 @@ def is_known_property(name: str) -> bool:
 # --- sources ------------------------------------------------------------------
 
 
-def _file_layer(path: Path, problems: list[str]) -> dict[str, _Raw]:
-    document = _read_yaml(path)
-    origin = f"config file {path}"
-    layer: dict[str, _Raw] = {}
+@dataclass
+class FileReport:
+    """What a config file holds besides settings: keys accepted without effect, and notes."""
+
+    origin: str = ""
+    ignored: dict[str, str] = field(default_factory=dict)
+    """Key → why it has no effect in mongocdc (reported in one warning)."""
+    notes: list[str] = field(default_factory=list)
+
+    def log(self) -> None:
+        """One warning naming every ignored key (keys with the same reason on one line), one per note."""
+        for note in self.notes:
+            log.warning("%s", note)
+        if not self.ignored:
+            return
+        by_reason: dict[str, list[str]] = {}
+        for key, reason in self.ignored.items():
+            by_reason.setdefault(reason, []).append(key)
+        lines = [f"  - {', '.join(keys)}: {reason}" for reason, keys in by_reason.items()]
+        count = len(self.ignored)
+        log.warning(
+            "%s: %d Kafka Connect/Debezium %s no effect in mongocdc and %s ignored:\n%s",
+            self.origin,
+            count,
+            "key has" if count == 1 else "keys have",
+            "is" if count == 1 else "are",
+            "\n".join(lines),
+        )
+
+
+def _file_layer(path: Path, problems: list[str], report: FileReport) -> dict[str, _Raw]:
+    document = read_config_file(path)
+    origin = document.origin
+    report.origin = origin
+    report.notes.extend(document.notes)
+    flat: dict[str, object] = {}
     spelled: dict[str, str] = {}
-    for segments, value in _flatten(document, (), path, problems):
+    for segments, value in _flatten(document.properties, (), path, problems):
         name = ".".join(segments)
-        if not is_known_property(name):
-            problems.append(f"unknown property {name!r} in {origin}{did_you_mean(name, PROPERTIES)}")
-            continue
-        if name in layer:
-            if layer[name].value != value:
+        if name in flat:
+            if flat[name] != value:
                 problems.append(
                     f"{name} is set twice in {origin} with different values, as {spelled[name]} and "
                     f"{_spell(segments)}; keep one"
                 )
             continue
-        layer[name] = _Raw(value, origin)
+        flat[name] = value
         spelled[name] = _spell(segments)
+    for name, value in document.extra.items():  # a KafkaConnector's spec.class and spec.tasksMax
+        if name in flat and flat[name] != value:
+            problems.append(f"{name} is set in {origin} both in spec.config ({flat[name]!r}) and in spec ({value!r})")
+        flat.setdefault(name, value)
+    translation = compat.translate(flat, origin, is_property=[name for name in flat if is_known_property(name)])
+    problems.extend(translation.problems)
+    report.ignored.update(document.ignored)
+    report.ignored.update(translation.ignored)
+    candidates = [*PROPERTIES, *compat.known_names()]
+    layer: dict[str, _Raw] = {}
+    for name, value in translation.values.items():
+        if not is_known_property(name):
+            problems.append(f"unknown property {name!r} in {origin}{did_you_mean(name, candidates)}")
+            continue
+        mapped_from = translation.spelled.get(name)
+        layer[name] = _Raw(value, f"{origin} ({mapped_from})" if mapped_from else origin)
+    if document.connector_name is not None:
+        where = "metadata.name" if document.envelope == "KafkaConnector resource" else "name"
+        inner = layer.get("name")
+        if inner is None or inner.value is None:
+            layer["name"] = _Raw(document.connector_name, f"{origin} (the connector's {where})")
+        elif inner.value != document.connector_name:
+            report.notes.append(
+                f"{origin}: the connector is named {document.connector_name!r} ({where}) but its config sets name "
+                f"{inner.value!r}; mongocdc uses {inner.value!r} (Kafka Connect would refuse the mismatch)"
+            )
     return layer
 
 
@@ -295,70 +360,7 @@ def _kafka_value(value: object) -> str | None:
     return None
 
 
-# --- the YAML file --------------------------------------------------------------
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """A safe loader that refuses a key given twice in one mapping (PyYAML silently keeps the last)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: dict[object, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, Hashable):
-                continue  # the base class reports unhashable keys
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"key {key!r} is given twice in one mapping (first at line {seen[key]})",
-                    key_node.start_mark,
-                )
-            seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
-def _read_yaml(path: Path) -> Mapping[object, object]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist", hint=_FILE_HINT) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"config file {path} is not UTF-8 text: {exc}", hint=_FILE_HINT) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}", hint=_FILE_HINT) from None
-    loader = _StrictLoader(text)
-    try:
-        document = loader.get_single_data()
-    except yaml.YAMLError as exc:
-        raise ConfigError(
-            f"config file {path} is not valid YAML: {_describe_yaml_error(exc)}", hint=_FILE_HINT
-        ) from None
-    finally:
-        loader.dispose()
-    if document is None:
-        return {}
-    if not isinstance(document, Mapping):
-        raise ConfigError(
-            f"config file {path} must hold a mapping of property names to values "
-            f"(such as `topic.prefix: inventory`), not a {type(document).__name__}",
-            hint=_FILE_HINT,
-        )
-    return document
-
-
-def _describe_yaml_error(exc: yaml.YAMLError) -> str:
-    if not isinstance(exc, yaml.MarkedYAMLError):
-        return str(exc)
-    mark = exc.problem_mark or exc.context_mark
-    text = exc.problem or exc.context or "unreadable"
-    if mark is not None:
-        text += f" at line {mark.line + 1}, column {mark.column + 1}"
-    if exc.context and exc.problem and exc.context_mark is not None:
-        text += f" ({exc.context} that starts at line {exc.context_mark.line + 1})"
-    return text
+# --- the file's keys --------------------------------------------------------------
 
 
 def _flatten(

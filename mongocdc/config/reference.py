@@ -44,6 +44,43 @@ def render_reference_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
+def render_compat_markdown() -> str:
+    """A Markdown table of the Kafka Connect and Debezium keys a pasted connector configuration may hold.
+
+    Every Debezium 3.6.1 MongoDB connector property mongocdc does not implement
+    under its own name, and every Kafka Connect connector key: mapped to a
+    mongocdc property, accepted with the listed value(s) only, or ignored (the
+    reason; a warning names the ignored keys whose value would make a difference).
+    """
+    from mongocdc.config.compat import CONNECT, CONNECT_PREFIXES, DEBEZIUM, DEBEZIUM_PREFIXES, Compat
+
+    rows = [
+        "Kafka Connect's keys and the Debezium properties mongocdc has no property of its own for, as they may "
+        "appear in a connector configuration (`.json`, `.properties` or YAML):",
+        "",
+        "| Key | mongocdc | Why |",
+        "|---|---|---|",
+    ]
+
+    def row(key: str, compat: Compat) -> None:
+        if compat.status == "implemented":
+            return
+        if compat.status == "mapped":
+            treatment = "mapped"
+        elif compat.status == "checked":
+            treatment = "accepted as " + " or ".join(f"`{value}`" for value in compat.accepted)
+        else:
+            treatment = "ignored"
+        rows.append(f"| `{key}` | {treatment} | {_cell(compat.note)} |")
+
+    for table, prefixes in ((CONNECT, CONNECT_PREFIXES), (DEBEZIUM, DEBEZIUM_PREFIXES)):
+        for key, compat in table.items():
+            row(key, compat)
+        for prefix, compat in prefixes.items():
+            row(prefix + "*", compat)
+    return "\n".join(rows) + "\n"
+
+
 def _default(value: object) -> str:
     if value is None or value == "":
         return "—"

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import difflib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal
@@ -136,6 +135,37 @@ def check_cursor_pipeline(value: str) -> None:
     parse_cursor_pipeline(value)
 
 
+DEFAULT_SNAPSHOT_FETCH_SIZE: Final = 2048
+"""Documents per snapshot chunk when ``snapshot.fetch.size`` is 0 (Debezium's "let the server choose")."""
+
+DEFAULT_TOPIC_NAMING_STRATEGY: Final = "io.debezium.schema.DefaultTopicNamingStrategy"
+
+FiltersMatchMode = Literal["regex", "literal"]
+"""``filters.match.mode``: whether the database and collection lists are regular expressions or exact names."""
+
+
+def check_topic_naming_strategy(value: str) -> None:
+    if value != DEFAULT_TOPIC_NAMING_STRATEGY:
+        raise InvalidValueError(
+            f"only {DEFAULT_TOPIC_NAMING_STRATEGY} is available: mongocdc names topics <topic.prefix>.<database>."
+            "<collection> as Debezium's default strategy does (another strategy is a Java class it cannot run)"
+        )
+
+
+def check_start_op_time(value: int) -> None:
+    if value != -1 and value >> 32 == 0:
+        raise InvalidValueError(
+            "expected -1 or a BSON timestamp as one number, seconds << 32 | increment (for example "
+            f"{1_700_000_000 << 32} for 2023-11-14 22:13:20 UTC, increment 0)"
+        )
+
+
+def check_database_name(value: str) -> None:
+    reason = database_name_problem(value)
+    if reason is not None:
+        raise InvalidValueError(f"{reason} (for example admin)")
+
+
 def check_namespace(value: str) -> None:
     """A ``<database>.<collection>`` name (``signal.data.collection``)."""
     reason = namespace_problem(value)
@@ -171,11 +201,87 @@ class Settings:
         validator=check_connection_string,
         flag="--connection-string",
     )
+    mongodb_user: str | None = setting(
+        "mongodb.user",
+        _STRING,
+        None,
+        "MongoDB user to authenticate as, when the connection string names none (credentials in the connection "
+        "string win, as in Debezium).",
+    )
+    mongodb_password: str | None = setting(
+        "mongodb.password",
+        _STRING,
+        None,
+        "Password of `mongodb.user`; never printed.",
+        secret=True,
+    )
+    mongodb_authsource: str = setting(
+        "mongodb.authsource",
+        _STRING,
+        "admin",
+        "Database holding `mongodb.user`'s credentials (the connection string's `authSource` applies to its own "
+        "credentials).",
+        validator=check_database_name,
+    )
+    mongodb_ssl_enabled: bool = setting(
+        "mongodb.ssl.enabled",
+        _BOOL,
+        False,
+        "Connect to MongoDB over TLS, unless the connection string says otherwise (`tls`/`ssl`; `mongodb+srv://` "
+        "means TLS).",
+    )
+    mongodb_ssl_invalid_hostname_allowed: bool = setting(
+        "mongodb.ssl.invalid.hostname.allowed",
+        _BOOL,
+        False,
+        "Accept a server certificate whose host name does not match the server's (no protection against "
+        "man-in-the-middle attacks).",
+    )
+    mongodb_ssl_truststore: str | None = setting(
+        "mongodb.ssl.truststore",
+        _STRING,
+        None,
+        "PEM file of the CA certificates that sign the servers' certificates, when TLS is on (a Java PKCS12 or JKS "
+        "store must be converted to PEM first).",
+    )
+    mongodb_ssl_keystore: str | None = setting(
+        "mongodb.ssl.keystore",
+        _STRING,
+        None,
+        "PEM file with mongocdc's client certificate and private key, for servers that check client certificates "
+        "(when TLS is on).",
+    )
+    mongodb_ssl_keystore_password: str | None = setting(
+        "mongodb.ssl.keystore.password",
+        _STRING,
+        None,
+        "Password of the private key in `mongodb.ssl.keystore`, when it is encrypted; never printed.",
+        secret=True,
+    )
+    mongodb_connect_timeout_ms: int = setting(
+        "mongodb.connect.timeout.ms",
+        _NON_NEGATIVE,
+        10000,
+        "Milliseconds the MongoDB driver waits for a new connection to open; 0 waits without a limit.",
+    )
+    mongodb_socket_timeout_ms: int = setting(
+        "mongodb.socket.timeout.ms",
+        _NON_NEGATIVE,
+        0,
+        "Milliseconds the MongoDB driver waits for a reply on a connection before it fails; 0 waits without a limit.",
+    )
     mongodb_server_selection_timeout_ms: int = setting(
         "mongodb.server.selection.timeout.ms",
         _POSITIVE,
         30000,
         "Milliseconds the MongoDB driver waits for a suitable server before a connection attempt fails.",
+    )
+    mongodb_heartbeat_frequency_ms: int = setting(
+        "mongodb.heartbeat.frequency.ms",
+        IntType(minimum=500),
+        10000,
+        "Milliseconds between the MongoDB driver's checks of each server (elections are noticed by them); at "
+        "least 500, the driver's minimum.",
     )
     topic_prefix: str | None = setting(
         "topic.prefix",
@@ -240,6 +346,13 @@ class Settings:
         "Comma-separated regular expressions matched against whole `<database>.<collection>` names "
         "(case-insensitive); matching collections are not captured. Exclusive with `collection.include.list`.",
     )
+    filters_match_mode: FiltersMatchMode = setting(
+        "filters.match.mode",
+        choice(FiltersMatchMode),
+        "regex",
+        "How the database and collection include/exclude lists are read: as regular expressions (`regex`) or as "
+        "exact names (`literal`, matched case-sensitively as in Debezium).",
+    )
     capture_scope: CaptureScope = setting(
         "capture.scope",
         choice(CaptureScope),
@@ -270,6 +383,14 @@ class Settings:
         "document when the event is read; `null` when it was deleted since) or `post_image` (the post-image MongoDB "
         "stored at the update; MongoDB 6.0+ with `changeStreamPreAndPostImages` enabled on the collections).",
     )
+    capture_start_op_time: int = setting(
+        "capture.start.op.time",
+        IntType(minimum=-1),
+        -1,
+        "Where streaming starts when there is no stored offset and no snapshot runs (`snapshot.mode=no_data`): the "
+        "cluster time as a BSON timestamp in one number (seconds << 32 | increment); -1 starts at the present.",
+        validator=check_start_op_time,
+    )
     snapshot_mode: SnapshotMode = setting(
         "snapshot.mode",
         choice(SnapshotMode, never="no_data"),
@@ -286,10 +407,22 @@ class Settings:
     )
     snapshot_fetch_size: int = setting(
         "snapshot.fetch.size",
-        _POSITIVE,
+        _NON_NEGATIVE,
         2048,
         "Documents per chunk of a snapshot's `_id`-ordered collection scan; a snapshot resumes after the last "
-        "chunk it completed.",
+        f"chunk it completed. 0 (Debezium's default) means {DEFAULT_SNAPSHOT_FETCH_SIZE}.",
+    )
+    snapshot_delay_ms: int = setting(
+        "snapshot.delay.ms",
+        _NON_NEGATIVE,
+        0,
+        "Milliseconds to wait after start before a snapshot begins (only when one runs); a stop request ends the wait.",
+    )
+    streaming_delay_ms: int = setting(
+        "streaming.delay.ms",
+        _NON_NEGATIVE,
+        0,
+        "Milliseconds to wait after a completed snapshot before streaming begins; a stop request ends the wait.",
     )
     snapshot_include_collection_list: tuple[str, ...] = setting(
         "snapshot.include.collection.list",
@@ -342,6 +475,14 @@ class Settings:
         validator=check_bootstrap_servers,
         flag="--bootstrap-servers",
     )
+    topic_naming_strategy: str = setting(
+        "topic.naming.strategy",
+        _STRING,
+        DEFAULT_TOPIC_NAMING_STRATEGY,
+        "How topics are named: only Debezium's default strategy (`<topic.prefix>.<database>.<collection>`, "
+        "`<topic.prefix>.<topic.transaction>`, `<topic.heartbeat.prefix>.<topic.prefix>`) is available.",
+        validator=check_topic_naming_strategy,
+    )
     tombstones_on_delete: bool = setting(
         "tombstones.on.delete",
         _BOOL,
@@ -361,11 +502,33 @@ class Settings:
         2048,
         "Maximum number of change events read from MongoDB and handed to Kafka in one batch.",
     )
+    max_queue_size: int | None = setting(
+        "max.queue.size",
+        _POSITIVE,
+        None,
+        "Maximum number of change events read but not yet sent to Kafka (librdkafka's "
+        "`queue.buffering.max.messages`, unless `kafka.queue.buffering.max.messages` is set); reading waits while "
+        "the queue is full. Must be larger than `max.batch.size`. Unset: librdkafka's default (100000).",
+    )
+    max_queue_size_in_bytes: int = setting(
+        "max.queue.size.in.bytes",
+        _NON_NEGATIVE,
+        0,
+        "Maximum bytes of change events read but not yet sent to Kafka (librdkafka's `queue.buffering.max.kbytes`, "
+        "rounded up to whole KiB, unless `kafka.queue.buffering.max.kbytes` is set); 0: librdkafka's default.",
+    )
     poll_interval_ms: int = setting(
         "poll.interval.ms",
         _POSITIVE,
         500,
         "Milliseconds one change-stream poll waits for new events before returning an empty batch.",
+    )
+    cursor_max_await_time_ms: int = setting(
+        "cursor.max.await.time.ms",
+        _NON_NEGATIVE,
+        0,
+        "Milliseconds the server waits for new changes before answering one read of the change stream "
+        "(`maxAwaitTimeMS`); 0 uses `poll.interval.ms`.",
     )
     cursor_pipeline: str | None = setting(
         "cursor.pipeline",
@@ -480,6 +643,14 @@ class Settings:
         _STRING,
         "__debezium-heartbeat",
         "Prefix of the heartbeat topic, which is named `<topic.heartbeat.prefix>.<topic.prefix>`.",
+        validator=check_topic_name,
+    )
+    topic_heartbeat_name: str | None = setting(
+        "topic.heartbeat.name",
+        _STRING,
+        None,
+        "Full name of the heartbeat topic, replacing `<topic.heartbeat.prefix>.<topic.prefix>` (for a topic shared "
+        "by several connectors).",
         validator=check_topic_name,
     )
     provide_transaction_metadata: bool = setting(
@@ -711,6 +882,8 @@ class Settings:
     snapshot_filter_overrides: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """Snapshot query (extended JSON text) by ``<database>.<collection>``, from the
     ``snapshot.collection.filter.overrides.<database>.<collection>`` properties."""
+    ignored: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
+    """Keys of the config file accepted without effect (Kafka Connect's or Debezium's), with the reason."""
     _filters: _NamespaceFilter = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -726,6 +899,7 @@ class Settings:
                 side["bootstrap.servers"] = servers
             object.__setattr__(self, attr, FrozenMapping(side))
         object.__setattr__(self, "snapshot_filter_overrides", FrozenMapping(dict(self.snapshot_filter_overrides)))
+        object.__setattr__(self, "ignored", FrozenMapping(dict(self.ignored)))
         problems = [
             problem
             for prop in PROPERTIES.values()
@@ -867,13 +1041,18 @@ class _NamespaceFilter:
         def compile_all(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
             return tuple(re.compile(pattern, re.IGNORECASE) for pattern in patterns)
 
+        def exact_all(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+            # filters.match.mode=literal: exact, case-sensitive names (Debezium matches them with $in)
+            return tuple(re.compile(re.escape(name)) for name in names)
+
+        build = exact_all if settings.filters_match_mode == "literal" else compile_all
         self._scope = settings.capture_scope
         self._target = settings.capture_target or ""
         self._target_db = self._target.partition(".")[0]
-        self._db_include = compile_all(settings.database_include_list)
-        self._db_exclude = compile_all(settings.database_exclude_list)
-        self._coll_include = compile_all(settings.collection_include_list)
-        self._coll_exclude = compile_all(settings.collection_exclude_list)
+        self._db_include = build(settings.database_include_list)
+        self._db_exclude = build(settings.database_exclude_list)
+        self._coll_include = build(settings.collection_include_list)
+        self._coll_exclude = build(settings.collection_exclude_list)
 
     def database(self, db: str) -> bool:
         if db in SYSTEM_DATABASES:
@@ -956,6 +1135,17 @@ def consistency_problems(values: Mapping[str, object]) -> list[str]:
         problems.append(
             f"{sink_topic} is required when {channels} includes sink: set it to the Kafka topic that receives the "
             f"notifications (for example {sink_topic}: inventory.notifications), or remove sink from {channels}"
+        )
+    queue, batch = values.get("max.queue.size"), values.get("max.batch.size")
+    if isinstance(queue, int) and isinstance(batch, int) and queue <= batch:
+        problems.append(
+            f"max.queue.size ({queue}) must be larger than max.batch.size ({batch}), as in Debezium: raise it, "
+            "or lower max.batch.size"
+        )
+    if values.get("mongodb.password") is not None and values.get("mongodb.user") is None and "mongodb.user" in values:
+        problems.append(
+            "mongodb.password is set but mongodb.user is not: set the user the password belongs to (or put both in "
+            "mongodb.connection.string)"
         )
     initial, maximum = "connect.backoff.initial.delay.ms", "connect.backoff.max.delay.ms"
     first, most = values.get(initial), values.get(maximum)
@@ -1074,10 +1264,51 @@ def config_error(problems: list[str]) -> ConfigError:
     return ConfigError(f"invalid configuration ({len(problems)} problems):\n{listed}", hint=hint)
 
 
-def did_you_mean(name: str, candidates: Mapping[str, object] | list[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest of ``candidates``, or ``""``."""
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``candidates`` when it is a likely misspelling, or ``""``.
+
+    Names are compared in lower case with ``_``, ``-`` and ``.`` alike. A
+    candidate is close when a few edits (insertions, deletions, substitutions,
+    swaps of neighbours: 1 for names under 8 characters, 2 under 16, else 3)
+    turn one into the other, or when it has the same words in another order. A
+    name that is merely about the same subject (``errors.tolerance``) gets no
+    suggestion.
+    """
+    wanted = _normalize(name)
+    limit = 1 if len(wanted) < 8 else 2 if len(wanted) < 16 else 3
+    best: tuple[int, str] | None = None
+    for candidate in dict.fromkeys(candidates):
+        other = _normalize(candidate)
+        if sorted(other.split(".")) == sorted(wanted.split(".")):
+            distance = 1
+        else:
+            if abs(len(other) - len(wanted)) > limit:
+                continue
+            distance = _edit_distance(wanted, other, limit)
+        if distance <= limit and (best is None or distance < best[0]):
+            best = (distance, candidate)
+    return f"; did you mean {best[1]!r}?" if best else ""
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[._\-]+", ".", name.lower())
+
+
+def _edit_distance(a: str, b: str, limit: int) -> int:
+    """Optimal string alignment distance of ``a`` and ``b`` (``limit + 1`` once it is certainly above ``limit``)."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[len(b)]
 
 
 def _how_to_set(name: str) -> str:

@@ -68,6 +68,12 @@ class TaskOptions:
     rs: str | None = None
     snapshot_mode: str = "initial"
     snapshot_max_threads: int = 1
+    snapshot_delay_s: float = 0.0
+    """``snapshot.delay.ms``: the wait before a snapshot begins (only when one runs)."""
+    streaming_delay_s: float = 0.0
+    """``streaming.delay.ms``: the wait after a completed snapshot before streaming begins."""
+    start_at: Position | None = None
+    """``capture.start.op.time``: where streaming starts when there is no offset and no snapshot runs."""
 
     @property
     def connector(self) -> str:
@@ -195,14 +201,46 @@ class ConnectorTask:
         position = self.source.position or self.current_position()
         return runner.run(scanners, SnapshotState(position))
 
+    def _delay(self, seconds: float, before: str) -> bool:
+        """Wait ``seconds`` (``snapshot.delay.ms``, ``streaming.delay.ms``); ``False`` when stopped meanwhile."""
+        if seconds <= 0:
+            return True
+        log.info("%s/%s: waiting %.3g s before %s", self.options.connector, self.options.partition, seconds, before)
+        return not self.stop.wait(seconds)
+
+    def _start_at_configured_time(self, offset: Mapping[str, Any] | None, snapshot_only: bool) -> bool:
+        """Store ``start_at`` as the offset where streaming would start at the present (no offset, no snapshot)."""
+        start = self.options.start_at
+        if start is None or offset is not None or snapshot_only:
+            return False
+        if plan(self.options.snapshot_mode, None).snapshot is not SnapshotKind.NONE:
+            return False  # a snapshot decides where streaming starts
+        log.info(
+            "%s/%s: no stored offset; capture.start.op.time: streaming starts at sec=%d ord=%d",
+            self.options.connector,
+            self.options.partition,
+            start.sec,
+            start.ord,
+        )
+        self.store.commit(self.options.connector, self.options.partition, start.to_offset())
+        return True
+
     def run(self, *, snapshot_only: bool = False) -> TaskResult:
         offset = self._offset()
+        if self._start_at_configured_time(offset, snapshot_only):
+            offset = self._offset()
         decided = plan(self.options.snapshot_mode, offset, snapshot_only=snapshot_only)
         log.info("%s/%s: %s", self.options.connector, self.options.partition, decided.reason)
         result = TaskResult(decided)
         if decided.snapshot is not SnapshotKind.NONE:
+            if not self._delay(self.options.snapshot_delay_s, "the snapshot (snapshot.delay.ms)"):
+                return result
             result.snapshot = self.snapshot(decided.snapshot, offset, keep_stream_position=snapshot_only)
             if not result.snapshot.completed:
+                return result
+            if decided.stream and not self._delay(
+                self.options.streaming_delay_s, "streaming after the snapshot (streaming.delay.ms)"
+            ):
                 return result
         if not decided.stream or self.stop.is_set():
             return result

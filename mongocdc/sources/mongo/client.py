@@ -1,11 +1,14 @@
-"""Connecting to MongoDB with exponential backoff (``connect.*`` properties)."""
+"""Connecting to MongoDB with exponential backoff (``connect.*`` properties) and the ``mongodb.*`` driver settings."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from pymongo import MongoClient, monitoring
 from pymongo.errors import ConfigurationError, ConnectionFailure, InvalidURI, OperationFailure
@@ -60,24 +63,142 @@ def _describe_hosts(uri: str) -> str:
     return ",".join(f"{h}:{p}" for h, p in nodes) or redact_text(uri)
 
 
+@dataclass(frozen=True)
+class UriSettings:
+    """What a connection string sets itself (read without DNS lookups; pymongo reports malformed strings)."""
+
+    srv: bool
+    credentials: bool
+    """The string has a user (``mongodb://user:pass@host``)."""
+    options: Mapping[str, str]
+    """Option values by lower-case name (``tls``, ``authsource``, ``connecttimeoutms``, …), percent-decoded."""
+
+    @property
+    def tls(self) -> bool | None:
+        """TLS as the string says: ``tls``/``ssl``, or on for ``mongodb+srv://``; ``None`` when it says nothing."""
+        for name in ("tls", "ssl"):
+            if name in self.options:
+                return self.options[name].strip().lower() == "true"
+        return True if self.srv else None
+
+
+def uri_settings(uri: str) -> UriSettings:
+    scheme, _, rest = uri.partition("://")
+    host_and_path, _, query = rest.partition("?")
+    host_part = host_and_path.partition("/")[0]
+    options: dict[str, str] = {}
+    separator = ";" if ";" in query and "&" not in query else "&"
+    for item in query.split(separator):
+        key, equals, value = item.partition("=")
+        if key and equals:
+            options[unquote(key).lower()] = unquote(value)
+    return UriSettings(srv=scheme.lower() == "mongodb+srv", credentials="@" in host_part, options=options)
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """The MongoDB driver settings of mongocdc's properties (``mongodb.user``, ``mongodb.ssl.*``, timeouts).
+
+    As in Debezium, the connection string wins: ``for_uri`` leaves out every
+    option the string sets itself, the credentials when it has a user, and the
+    TLS files and host name check when it turns TLS off.
+    """
+
+    user: str | None = None
+    password: str | None = None
+    auth_source: str = "admin"
+    tls: bool = False
+    tls_allow_invalid_hostnames: bool = False
+    tls_ca_file: str | None = None
+    tls_certificate_key_file: str | None = None
+    tls_certificate_key_file_password: str | None = None
+    connect_timeout_ms: int = 10000
+    socket_timeout_ms: int = 0
+    server_selection_timeout_ms: int = 30000
+    heartbeat_frequency_ms: int = 10000
+
+    def for_uri(self, uri: str) -> dict[str, Any]:
+        """``MongoClient`` keyword arguments for ``uri`` (0 timeouts mean no limit, for pymongo as for Java)."""
+        given = uri_settings(uri)
+        kwargs: dict[str, Any] = {}
+
+        def put(option: str, value: object, *also: str) -> None:
+            if value is not None and not any(name.lower() in given.options for name in (option, *also)):
+                kwargs[option] = value
+
+        put("connectTimeoutMS", self.connect_timeout_ms)
+        put("socketTimeoutMS", self.socket_timeout_ms)
+        put("serverSelectionTimeoutMS", self.server_selection_timeout_ms)
+        put("heartbeatFrequencyMS", self.heartbeat_frequency_ms)
+        if self.user is not None and not given.credentials:
+            kwargs["username"] = self.user
+            if self.password is not None:
+                kwargs["password"] = self.password
+            kwargs["authSource"] = self.auth_source
+        tls = given.tls
+        if tls is None and self.tls:
+            kwargs["tls"] = tls = True
+        if tls:
+            if self.tls_allow_invalid_hostnames:
+                put("tlsAllowInvalidHostnames", True, "tlsInsecure")
+            put("tlsCAFile", self.tls_ca_file)
+            put("tlsCertificateKeyFile", self.tls_certificate_key_file)
+            if "tlsCertificateKeyFile" in kwargs:
+                put("tlsCertificateKeyFilePassword", self.tls_certificate_key_file_password)
+        return kwargs
+
+
+def check_pem_file(path: str, property_name: str, holds: str) -> None:
+    """``ConfigError`` unless ``path`` is a readable PEM file (Java's PKCS12 and JKS stores must be converted)."""
+    try:
+        head = Path(path).read_bytes()[:65536]
+    except OSError as exc:
+        raise ConfigError(
+            f"{property_name}: cannot read {path}: {exc.strerror or exc}",
+            hint=f"point {property_name} at a PEM file with {holds}",
+        ) from None
+    if b"-----BEGIN " not in head:
+        example = (
+            "openssl pkcs12 -in store.p12 -nokeys -out ca.pem"
+            if "CA" in holds
+            else "openssl pkcs12 -in store.p12 -out client.pem"
+        )
+        raise ConfigError(
+            f"{property_name}: {path} is not a PEM file (a Java PKCS12 or JKS store?); mongocdc reads {holds} "
+            "from PEM files",
+            hint=f"convert it, for example with `{example}` (a JKS store first with `keytool -importkeystore "
+            "-srcstoretype JKS -deststoretype PKCS12`), and set the PEM file's path",
+        )
+
+
 def connect(
     uri: str | None,
     backoff: Backoff,
     *,
-    server_selection_timeout_ms: int = 30000,
+    client_options: ClientOptions | None = None,
     sleep: Callable[[float], None] = time.sleep,
     **options: Any,
 ) -> MongoClient[Any]:
-    """A client whose server answered ``ping``, after retries; ``UnreachableError`` when none did."""
+    """A client whose server answered ``ping``, after retries; ``UnreachableError`` when none did.
+
+    ``client_options`` are the driver settings of mongocdc's properties (the
+    connection string's own options win over them); ``options`` go to
+    ``MongoClient`` as they are (``event_listeners``).
+    """
     if not uri:
         raise ConfigError(
             "mongodb.connection.string is not set",
             hint="set it in the config file, MONGOCDC_MONGODB_CONNECTION_STRING or --connection-string",
         )
+    driver = (client_options or ClientOptions()).for_uri(uri)
+    for key, property_name, holds in (
+        ("tlsCAFile", "mongodb.ssl.truststore", "the CA certificates"),
+        ("tlsCertificateKeyFile", "mongodb.ssl.keystore", "the client certificate and its private key"),
+    ):
+        if key in driver:
+            check_pem_file(str(driver[key]), property_name, holds)
     try:
-        client: MongoClient[Any] = MongoClient(
-            uri, serverSelectionTimeoutMS=server_selection_timeout_ms, appname="mongocdc", **options
-        )
+        client: MongoClient[Any] = MongoClient(uri, appname="mongocdc", **{**driver, **options})
     except (InvalidURI, ConfigurationError, ValueError, TypeError) as exc:
         raise ConfigError(
             f"mongodb.connection.string is invalid: {redact_text(str(exc))}",
@@ -103,7 +224,8 @@ def connect(
         if exc.code in (AUTH_FAILED, UNAUTHORIZED):
             raise ConfigError(
                 f"MongoDB at {hosts} refused the credentials: {redact_text(str(exc))}",
-                hint="check the user, password and authSource in mongodb.connection.string",
+                hint="check the user, password and authSource in mongodb.connection.string (or mongodb.user, "
+                "mongodb.password and mongodb.authsource)",
             ) from exc
         raise
 

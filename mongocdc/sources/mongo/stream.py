@@ -159,6 +159,7 @@ class MongoChangeStreamSource:
         target: str | None = None,
         capture_mode: str = "change_streams_update_full",
         poll_interval_ms: int = 500,
+        max_await_time_ms: int | None = None,
         batch_size: int = 2048,
         rs_name: str | None = None,
         backoff: Backoff | None = None,
@@ -185,6 +186,7 @@ class MongoChangeStreamSource:
         )
         self._fragments = FragmentBuffer()
         self._poll_ms = poll_interval_ms
+        self._max_await_ms = max_await_time_ms or poll_interval_ms
         self._batch_size = batch_size
         self._rs = rs_name
         self._backoff = backoff or Backoff()
@@ -244,7 +246,7 @@ class MongoChangeStreamSource:
 
     def _watch_options(self, start: Position | None) -> dict[str, Any]:
         options: dict[str, Any] = {
-            "max_await_time_ms": self._poll_ms,
+            "max_await_time_ms": self._max_await_ms,
             "batch_size": self._batch_size,
         }
         if self._pipeline:

@@ -474,7 +474,6 @@ def test_defaults_of_the_snapshot_topology_field_and_monitoring_properties() -> 
     "name",
     [
         "snapshot.max.threads",
-        "snapshot.fetch.size",
         "tasks.max",
         "mongodb.poll.interval.ms",
         "offset.storage.partitions",

@@ -1,0 +1,127 @@
+"""Debezium properties wired to where they take effect: the change stream, the producer, the connector task."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from mongocdc import wiring
+from mongocdc.config import load_settings
+from mongocdc.events.envelope import EnvelopeCodec
+from mongocdc.events.position import Position
+from mongocdc.offsets.memory import MemoryOffsetStore
+
+
+def settings(**properties: object) -> Any:
+    return load_settings(None, {}, {"topic.prefix": "app", **properties})
+
+
+class NoClient:
+    """A client the tested code must not call."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"unexpected call to the client: {name}")
+
+
+def test_cursor_max_await_time_ms_is_the_change_streams_max_await_time() -> None:
+    source = wiring.change_source(settings(**{"cursor.max.await.time.ms": 2500}), NoClient(), "rs0")
+    assert source._watch_options(None)["max_await_time_ms"] == 2500
+
+
+def test_without_cursor_max_await_time_the_poll_interval_is_the_wait() -> None:
+    source = wiring.change_source(settings(**{"poll.interval.ms": 700}), NoClient(), "rs0")
+    assert source._watch_options(None)["max_await_time_ms"] == 700
+
+
+def test_max_batch_size_is_the_change_streams_batch_size() -> None:
+    source = wiring.change_source(settings(**{"max.batch.size": 77}), NoClient(), "rs0")
+    assert source._watch_options(None)["batch_size"] == 77
+
+
+def test_max_queue_size_bounds_the_producers_queue() -> None:
+    config = wiring.producer_settings(settings(**{"max.queue.size": 5000, "max.queue.size.in.bytes": 1_000_001}))
+    assert config["queue.buffering.max.messages"] == "5000"
+    assert config["queue.buffering.max.kbytes"] == "977"  # rounded up to whole KiB
+    assert config["bootstrap.servers"] == "localhost:9092"
+
+
+def test_unset_queue_limits_leave_librdkafkas_defaults_and_kafka_settings_win() -> None:
+    assert "queue.buffering.max.messages" not in wiring.producer_settings(settings())
+    assert "queue.buffering.max.kbytes" not in wiring.producer_settings(settings())
+    explicit = settings(**{"max.queue.size": 5000, "kafka.queue.buffering.max.messages": "9000"})
+    assert wiring.producer_settings(explicit)["queue.buffering.max.messages"] == "9000"
+
+
+def test_max_queue_size_must_be_larger_than_max_batch_size() -> None:
+    import pytest
+
+    from mongocdc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"max.queue.size \(100\) must be larger than max.batch.size \(2048\)"):
+        settings(**{"max.queue.size": 100})
+
+
+def test_heartbeat_topic_name_or_prefix() -> None:
+    assert wiring.heartbeat_topic(settings()) == "__debezium-heartbeat.app"
+    assert wiring.heartbeat_topic(settings(**{"topic.heartbeat.prefix": "hb"})) == "hb.app"
+    assert wiring.heartbeat_topic(settings(**{"topic.heartbeat.name": "all-heartbeats"})) == "all-heartbeats"
+
+
+def test_snapshot_fetch_size_zero_is_debeziums_let_the_server_choose() -> None:
+    assert wiring.snapshot_fetch_size(settings(**{"snapshot.fetch.size": 0})) == 2048
+    assert wiring.snapshot_fetch_size(settings(**{"snapshot.fetch.size": 10})) == 10
+
+
+def test_capture_start_op_time_is_a_bson_timestamp() -> None:
+    assert wiring.start_position(settings()) is None
+    position = wiring.start_position(settings(**{"capture.start.op.time": (1_700_000_000 << 32) | 7}))
+    assert (position.sec, position.ord) == (1_700_000_000, 7)
+
+
+def test_a_start_op_time_without_seconds_is_refused() -> None:
+    import pytest
+
+    from mongocdc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="capture.start.op.time"):
+        settings(**{"capture.start.op.time": 12})
+
+
+def test_the_task_gets_the_delays_and_the_start_time() -> None:
+    loaded = settings(
+        **{
+            "snapshot.delay.ms": 1500,
+            "streaming.delay.ms": 2500,
+            "capture.start.op.time": 5 << 32,
+            "topic.heartbeat.name": "hb",
+            "snapshot.fetch.size": 0,
+        }
+    )
+    task = wiring.connector_task(
+        loaded,
+        NoClient(),
+        "rs0",
+        "rs0",
+        None,
+        sink=object(),
+        store=MemoryOffsetStore(),
+        envelope=EnvelopeCodec("app"),
+        stop=threading.Event(),
+        on_status=None,
+        on_progress=None,
+        metrics=None,  # type: ignore[arg-type]
+    )
+    assert (task.options.snapshot_delay_s, task.options.streaming_delay_s) == (1.5, 2.5)
+    assert task.options.start_at == Position(5, 0)
+    assert task.options.stream.heartbeat_topic == "hb"
+
+
+def test_literal_filters_match_exact_names_only() -> None:
+    literal = settings(**{"filters.match.mode": "literal", "collection.include.list": "shop.orders,shop.a+b"})
+    assert literal.is_collection_included("shop", "orders")
+    assert literal.is_collection_included("shop", "a+b")
+    assert not literal.is_collection_included("shop", "ordersX")
+    assert not literal.is_collection_included("shopXorders", "x")
+    assert not literal.is_collection_included("shop", "Orders")  # case-sensitive, as Debezium's $in
+    regex = settings(**{"collection.include.list": "shop.orders"})
+    assert regex.is_collection_included("shop", "Orders")
