@@ -180,7 +180,8 @@ def build_plan(
         checkpoint=checkpoint or default_checkpoint(warehouse),
         topics=topic_list,
         topic_pattern=topic_pattern,
-        skip_topics=skip_topics_regex(prefix, settings.topic_transaction, settings.topic_heartbeat_prefix),
+        skip_topics=skip_topics_regex(prefix, settings.topic_transaction, settings.topic_heartbeat_prefix)
+        + (f"|{re.escape(settings.topic_heartbeat_name)}" if settings.topic_heartbeat_name else ""),
         kafka_options={**mapped, **java_options},
         changelog=changelog,
         once=once,

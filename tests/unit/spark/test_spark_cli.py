@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -58,6 +59,19 @@ def test_dry_run_prints_the_spark_submit_command_with_matched_packages(
     job = JobOptions.from_args(words[words.index("--bootstrap-servers") :])
     assert job.table_format is TableFormat.parquet and job.topic_pattern == r"dbserver1\..*"
     assert job.skip_topics is not None and "dbserver1\\.transaction" in job.skip_topics
+
+
+def test_a_heartbeat_topic_named_by_topic_heartbeat_name_is_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = config(tmp_path, "topic.heartbeat.name: dbserver1.heartbeats\n")
+    assert run(["spark", "run", "-c", str(cfg), "--warehouse", "/w", "--master", "yarn", "--dry-run"]) == ExitCode.OK
+    words = shlex.split(capsys.readouterr().out.strip())
+    job = JobOptions.from_args(words[words.index("--bootstrap-servers") :])
+    assert job.skip_topics is not None
+    assert re.fullmatch(job.skip_topics, "dbserver1.heartbeats")
+    assert re.fullmatch(job.skip_topics, "__debezium-heartbeat.dbserver1")
+    assert not re.fullmatch(job.skip_topics, "dbserver1.shop.orders")
 
 
 def test_job_options_round_trip_through_arguments() -> None:
