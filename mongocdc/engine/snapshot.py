@@ -5,9 +5,9 @@ chunks. Progress (the last chunk of each collection whose records Kafka all
 acknowledged) is committed with ``initsync: true``, so an interrupted snapshot
 continues where it stopped instead of starting over.
 
-Each worker holds back the last document it read, so the first and last
-document of each collection (and of the whole snapshot) get Debezium's
-``source.snapshot`` markers; a chunk's end is registered only once every
+Each worker holds back the last document it read, so the last document of the whole
+snapshot gets Debezium's ``source.snapshot: "last"`` (every other read is ``"true"``, as
+Debezium's MongoDB connector writes them); a chunk's end is registered only once every
 document of it was handed to the producer.
 """
 
@@ -135,7 +135,6 @@ class SnapshotRunner:
         self._lock = threading.Lock()
         self._tracker: AckTracker[SnapshotState] = AckTracker()
         self._state: SnapshotState | None = None
-        self._first_emitted = False
         self._last_committed: SnapshotState | None = None
         self.report = SnapshotReport()
         self.metrics = metrics or Metrics(options.connector)
@@ -152,8 +151,16 @@ class SnapshotRunner:
             if isinstance(document, RawBSONDocument):
                 document = bson.decode(document.raw)
             document = self._transform(db, coll, document)
-        resume = self._state.resume
-        source = SourceInfo(db=db, collection=coll, sec=resume.sec, ord=resume.ord, snapshot=marker, rs=self.options.rs)
+        # As Debezium: the time of the read (to the nanosecond), no position (ord -1), no wall time.
+        source = SourceInfo(
+            db=db,
+            collection=coll,
+            sec=self._state.resume.sec,
+            ord=-1,
+            snapshot=marker,
+            rs=self.options.rs,
+            read_ns=time.time_ns(),
+        )
         key = raw_document_id(document) if isinstance(document, RawBSONDocument) else document["_id"]
         return ChangeEvent(Op.READ, value_to_json(key), source, after=document_to_json(document))
 
@@ -171,16 +178,9 @@ class SnapshotRunner:
             self.codec.topic(event),
             self.codec.key(event),
             self.codec.value(event, self._wall_ms()),
+            headers=self.codec.headers,
             on_ack=lambda: tracker.acked(seq),
         )
-
-    def _middle_marker(self, first_in_collection: bool) -> SnapshotMarker:
-        if not self._first_emitted:  # the lock only until the very first document went out
-            with self._lock:
-                if not self._first_emitted:
-                    self._first_emitted = True
-                    return SnapshotMarker.FIRST
-        return SnapshotMarker.FIRST_IN_DATA_COLLECTION if first_in_collection else SnapshotMarker.TRUE
 
     def _register(self, namespace: str, end: ScanPosition, documents: int, done: bool = False) -> None:
         """Everything of ``namespace`` up to ``end`` was handed to the producer."""
@@ -203,19 +203,17 @@ class SnapshotRunner:
         started = self._clock()
         held: _Held | None = None
         emitted = progress.documents
-        first = progress.documents == 0
         for chunk in scanner.chunks(progress.scan):
             for document in chunk.documents:
                 if self.stop.is_set():
                     if held is not None:  # graceful stop: deliver what was read, resume right after it
-                        self._produce(ns, held.document, self._middle_marker(first))
+                        self._produce(ns, held.document, SnapshotMarker.TRUE)
                         emitted += 1
                         report.documents = emitted
                         self._register(ns, held.chunk.position_after(held.document), emitted)
                     return False, None
                 if held is not None:
-                    self._produce(ns, held.document, self._middle_marker(first))
-                    first = False
+                    self._produce(ns, held.document, SnapshotMarker.TRUE)
                     emitted += 1
                     report.documents = emitted
                     if held.chunk is not chunk:  # the held document closed the previous chunk
@@ -306,12 +304,8 @@ class SnapshotRunner:
             item = held[ns]
             assert item is not None
             report = self.report.collections[ns]
-            if not self._first_emitted and index == 0 and len(order) > 1:
-                marker = self._middle_marker(True)
-            elif whole_snapshot and index == len(order) - 1:
-                marker = SnapshotMarker.LAST
-            else:
-                marker = SnapshotMarker.LAST_IN_DATA_COLLECTION
+            last = whole_snapshot and index == len(order) - 1
+            marker = SnapshotMarker.LAST if last else SnapshotMarker.TRUE
             self._produce(ns, item.document, marker)
             report.documents += 1
             self._register(ns, item.end, report.documents, done=True)

@@ -17,7 +17,7 @@ from mongocdc.engine.transactions import TransactionRecord, TransactionTracker
 from mongocdc.errors import OversizedEventError
 from mongocdc.events.changes import ControlChange, SignalChange, StreamedChange
 from mongocdc.events.codec import document_to_json, value_to_json
-from mongocdc.events.envelope import EnvelopeCodec
+from mongocdc.events.envelope import EnvelopeCodec, heartbeat_record
 from mongocdc.events.model import ChangeEvent, Op, SnapshotMarker, SourceInfo
 from mongocdc.events.position import Position
 from mongocdc.offsets.base import OffsetStore
@@ -53,6 +53,7 @@ class Sink(Protocol):
         value: bytes | None,
         *,
         headers: list[tuple[str, str | bytes | None]] | None = None,
+        partition: int | None = None,
         on_ack: Callable[[], None] | None = None,
     ) -> None: ...
 
@@ -107,7 +108,8 @@ class StreamOptions:
     heartbeat_topic: str = ""
     transaction_topic: str = ""
     """``<topic.prefix>.<topic.transaction>`` with ``provide.transaction.metadata``; empty: no metadata."""
-    transaction_idle_end_ms: int = 1000
+    transaction_idle_end_ms: int | None = None
+    """END of an open transaction after this long idle (None: at the next change, as Debezium)."""
     flush_timeout_s: float | None = None
     """How long a graceful stop waits for Kafka's acknowledgements (None: until they come)."""
 
@@ -288,11 +290,10 @@ class StreamingTask:
         self.metrics.set_in_flight(self._tracker.in_flight)
 
     def _heartbeat(self, position: Position) -> None:
-        """A heartbeat record (Debezium's key ``{"serverName"}``, value ``{"ts_ms"}``) after ``position``."""
+        """A heartbeat record after ``position``: Debezium's, on partition 0 of the heartbeat topic."""
         prefix = self.codec.prefix
-        key = json.dumps({"serverName": prefix}, separators=(",", ":")).encode()
-        value = json.dumps({"ts_ms": self._wall_ms()}, separators=(",", ":")).encode()
-        self._produce(self.options.heartbeat_topic or f"__debezium-heartbeat.{prefix}", key, value)
+        key, value = heartbeat_record(prefix, self._wall_ms(), self.codec.schemas_enable)
+        self._produce(self.options.heartbeat_topic or f"__debezium-heartbeat.{prefix}", key, value, partition=0)
         self._add_position(position)
         self.stats.heartbeats += 1
 
@@ -317,7 +318,7 @@ class StreamingTask:
                     f"the event for key {key.decode('utf-8', 'replace')} in {topic} is {len(value)} bytes, more than "
                     f"cursor.oversize.skip.threshold={self.options.oversize_threshold}"
                 )
-            self._produce(topic, key, value)
+            self._produce(topic, key, value, self.codec.headers)
         except OversizedEventError as oversized:
             if self.options.oversize_mode != "skip":
                 raise
@@ -330,14 +331,23 @@ class StreamingTask:
             self.options.partition, event.op.value, source.ts_ms, now_ms, sec=source.sec, ord=source.ord
         )
         if event.op is Op.DELETE and self.options.tombstones_on_delete:
-            self._produce(topic, key, None)
+            self._produce(topic, key, None, self.codec.headers)
             self.stats.tombstones += 1
 
-    def _produce(self, topic: str, key: bytes, value: bytes | None) -> None:
+    def _produce(
+        self,
+        topic: str,
+        key: bytes,
+        value: bytes | None,
+        headers: list[tuple[str, str | bytes | None]] | None = None,
+        partition: int | None = None,
+    ) -> None:
         seq = self._tracker.issue()
         tracker = self._tracker
         try:
-            self.sink.produce(topic, key, value, on_ack=lambda: tracker.acked(seq))
+            self.sink.produce(
+                topic, key, value, headers=headers, partition=partition, on_ack=lambda: tracker.acked(seq)
+            )
         except OversizedEventError:
             tracker.acked(seq)  # never sent: nothing to wait for
             raise

@@ -7,10 +7,12 @@ produce before each one, and which ``transaction`` block the event carries.
 A MongoDB transaction is identified by ``source.lsid`` + ``source.txn_number``
 (id ``"<lsid>:<txnNumber>"``, EVENT_FORMAT.md). A committed transaction's
 changes are consecutive in the change stream, so a transaction is over as soon
-as a change outside it arrives (a non-transactional event, another
-transaction's event, or a control event such as ``drop``), or when the stream
-has been idle for ``idle_end_ms``. Its END record is then produced before that
-next change, never in the middle of the transaction.
+as a change outside it arrives (a non-transactional event or another
+transaction's event): its END record is produced before that change, with that
+change's ``source.ts_ms``, never in the middle of the transaction. That is
+Debezium's behaviour. With ``idle_end_ms`` set, a stream idle for that long, or a
+control event such as ``drop``, ends it too (END then carries the transaction's
+last ``source.ts_ms``): a consumer waiting for END does not wait for the next change.
 
 Restart safety
 --------------
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mongocdc.events.model import ChangeEvent, TransactionBlock
+from mongocdc.offsets.connect import java_hashmap_order
 
 log = logging.getLogger("mongocdc.engine")
 
@@ -68,15 +71,15 @@ VALUE_SCHEMA: dict[str, Any] = {
     "fields": [
         {"type": "string", "optional": False, "field": "status"},
         {"type": "string", "optional": False, "field": "id"},
-        {"type": "int64", "optional": False, "field": "ts_ms"},
         {"type": "int64", "optional": True, "field": "event_count"},
         {"type": "array", "items": _EVENT_COUNT_PER_DATA_COLLECTION, "optional": True, "field": "data_collections"},
+        {"type": "int64", "optional": False, "field": "ts_ms"},
     ],
     "optional": False,
     "name": "io.debezium.connector.common.TransactionMetadataValue",
     "version": 1,
 }
-"""Kafka Connect JSON schema of the value (Debezium's ``transactionValueSchema``; fields in EVENT_FORMAT.md's order)."""
+"""Kafka Connect JSON schema of the value (Debezium's ``transactionValueSchema``, in its field order)."""
 
 
 def transaction_id(lsid: str, txn_number: int) -> str:
@@ -99,11 +102,11 @@ class TransactionRecord:
     status: Literal["BEGIN", "END"]
     id: str
     ts_ms: int
-    """When the transaction happened at the source: ``source.ts_ms`` of its first (BEGIN) or last (END) event."""
+    """BEGIN: ``source.ts_ms`` of the transaction's first event; END: of the change that ended it."""
     event_count: int | None = None
     """END only: how many data events the transaction produced."""
     data_collections: tuple[tuple[str, int], ...] | None = None
-    """END only: ``(<db>.<collection>, event count)`` in the order the collections first appeared."""
+    """END only: ``(<db>.<collection>, event count)`` in the order Debezium lists them (its ``HashMap``'s)."""
 
     def key_payload(self) -> dict[str, Any]:
         return {"id": self.id}
@@ -112,13 +115,13 @@ class TransactionRecord:
         return {
             "status": self.status,
             "id": self.id,
-            "ts_ms": self.ts_ms,
             "event_count": self.event_count,
             "data_collections": (
                 None
                 if self.data_collections is None
                 else [{"data_collection": name, "event_count": count} for name, count in self.data_collections]
             ),
+            "ts_ms": self.ts_ms,
         }
 
     def key_bytes(self, schemas_enable: bool = False) -> bytes:
@@ -192,8 +195,8 @@ class TransactionTracker:
     measures idleness.
     """
 
-    def __init__(self, idle_end_ms: int = 1000) -> None:
-        if idle_end_ms < 0:
+    def __init__(self, idle_end_ms: int | None = None) -> None:
+        if idle_end_ms is not None and idle_end_ms < 0:
             raise ValueError("idle_end_ms must be >= 0")
         self.idle_end_ms = idle_end_ms
         self._txn: _Transaction | None = None
@@ -211,7 +214,7 @@ class TransactionTracker:
         return None if self._txn is None else self._txn.to_state()
 
     @classmethod
-    def from_offset(cls, state: dict[str, Any] | None, idle_end_ms: int = 1000) -> TransactionTracker:
+    def from_offset(cls, state: dict[str, Any] | None, idle_end_ms: int | None = None) -> TransactionTracker:
         """A tracker continuing where the one whose :meth:`state_for_offset` was ``state`` stood."""
         tracker = cls(idle_end_ms)
         if state is not None:
@@ -233,7 +236,7 @@ class TransactionTracker:
         before: list[TransactionRecord] = []
         txn = self._txn
         if txn is None or txn.id != txn_id:
-            before.extend(self._end())
+            before.extend(self._end(event.source.ts_ms))
             if txn_id is None:
                 return before, event
             txn = _Transaction(txn_id, first_ts_ms=event.source.ts_ms)
@@ -255,20 +258,21 @@ class TransactionTracker:
         return before, dataclasses.replace(event, transaction=block)
 
     def on_control(self) -> list[TransactionRecord]:
-        """A control event (drop, rename, invalidate …) ends the open transaction."""
-        return self._end()
+        """A control event (drop, rename, invalidate …) ends the open transaction when ``idle_end_ms`` is set."""
+        return [] if self.idle_end_ms is None else self._end(None)
 
     def on_idle(self, processed_ms: int) -> list[TransactionRecord]:
         """On an idle poll: END of the open transaction once nothing arrived for ``idle_end_ms``."""
-        if self.open_transaction is None:
+        if self.open_transaction is None or self.idle_end_ms is None:
             return []
         if self._last_activity_ms is None:  # restored from an offset: the idle time starts now
             self._last_activity_ms = processed_ms
         if processed_ms - self._last_activity_ms < self.idle_end_ms:
             return []
-        return self._end()
+        return self._end(None)
 
-    def _end(self) -> list[TransactionRecord]:
+    def _end(self, ts_ms: int | None) -> list[TransactionRecord]:
+        """END of the open transaction, at ``ts_ms`` (the change that ended it) or at its last change."""
         txn = self._txn
         if txn is None or txn.ended:
             return []
@@ -277,8 +281,9 @@ class TransactionTracker:
             TransactionRecord(
                 "END",
                 txn.id,
-                txn.last_ts_ms,
+                txn.last_ts_ms if ts_ms is None else ts_ms,
                 event_count=txn.total_order,
-                data_collections=tuple(txn.collections.items()),
+                # Debezium lists them in its HashMap's iteration order, not in order of appearance.
+                data_collections=tuple((name, txn.collections[name]) for name in java_hashmap_order(txn.collections)),
             )
         ]

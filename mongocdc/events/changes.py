@@ -10,7 +10,6 @@ Timestamp), ``wallTime`` (6.0+), ``fullDocument``, ``updateDescription``,
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,7 +17,6 @@ from typing import Any, Protocol
 
 import bson
 from bson import Timestamp
-from bson.binary import Binary
 from bson.raw_bson import RawBSONDocument
 
 from mongocdc.events.codec import document_to_json, update_to_json, value_to_json
@@ -90,15 +88,15 @@ def position_of(change: Mapping[str, Any]) -> Position:
 
 
 def session_id(lsid: Any) -> str | None:
-    """The logical session id as Debezium prints it: the session UUID as text."""
+    """The logical session id as Debezium writes it: the ``lsid`` document as strict JSON.
+
+    ``{"id": {"$binary": "<base64>","$type": "04"}}`` (with ``uid`` too when the server adds it);
+    a transaction's id is this text, ``:`` and the ``txnNumber``.
+    """
     if lsid is None:
         return None
     if isinstance(lsid, RawBSONDocument | Mapping):
-        raw = lsid.get("id")
-        if isinstance(raw, uuid.UUID):
-            return str(raw)
-        if isinstance(raw, Binary) and raw.subtype in (3, 4) and len(raw) == 16:
-            return str(uuid.UUID(bytes=bytes(raw)))
+        return document_to_json(lsid)
     return value_to_json(lsid)
 
 
@@ -167,8 +165,9 @@ def convert_change(
         ord=position.ord,
         wall_time_ms=_epoch_ms(wall) if isinstance(wall, datetime) else None,
         rs=rs,
-        lsid=session_id(change.get("lsid")),
-        txn_number=int(txn_number) if txn_number is not None else None,
+        # Debezium sets both or neither: a session without a transaction number is no transaction.
+        lsid=session_id(change.get("lsid")) if txn_number is not None else None,
+        txn_number=int(txn_number) if txn_number is not None and change.get("lsid") is not None else None,
     )
     ns_pair = (str(db), str(coll))
     before = _optional_document(change, "fullDocumentBeforeChange", ns_pair, transforms)

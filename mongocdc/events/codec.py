@@ -26,7 +26,8 @@ Known differences, all in values MongoDB has deprecated since 2011 and no curren
 a ``symbol`` is written as a plain string, ``undefined`` as ``null``, a ``DBPointer`` as a
 ``{"$ref", "$id"}`` document (Java: ``{"$symbol": …}``, ``{"$undefined": true}``, the same
 document). Java 17's ``Double.toString`` occasionally prints one digit more than the shortest
-text that reads back as the same double (fixed in Java 19); mongocdc always prints the shortest.
+text that reads back as the same double (fixed in Java 19); mongocdc prints the shortest, except
+for ``Double.MIN_VALUE``, which Java 17 prints as ``4.9E-324``.
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ def java_double(value: float) -> str:
     magnitude = abs(value)
     if magnitude == 0.0 or 1e-3 <= magnitude < 1e7:
         return repr(value)  # Python writes these ranges in plain decimal notation, as Java does
+    if magnitude == 5e-324:  # Double.MIN_VALUE: Java 17 prints two digits
+        return "-4.9E-324" if value < 0 else "4.9E-324"
     sign, digits, exponent = Decimal(repr(value)).as_tuple()
     assert isinstance(exponent, int)
     first = len(digits) + exponent - 1  # the decimal exponent of the first significant digit

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+import secrets
+import time
+import uuid
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mongocdc import __version__
@@ -58,7 +61,6 @@ _SOURCE_FIELDS: list[dict[str, Any]] = [
     _field("string", "sequence"),
     _field("int64", "ts_us"),
     _field("int64", "ts_ns"),
-    _field("string", "rs"),
     _field("string", "collection", optional=False),
     _field("int32", "ord", optional=False),
     _field("string", "lsid"),
@@ -69,19 +71,20 @@ _SOURCE_FIELDS: list[dict[str, Any]] = [
 _UPDATE_DESCRIPTION_SCHEMA: dict[str, Any] = {
     "type": "struct",
     "fields": [
-        _field("array", "removedFields", items={"type": "string", "optional": False}),
+        {"type": "array", "items": {"type": "string", "optional": False}, "optional": True, "field": "removedFields"},
         _json_field("updatedFields"),
-        _field(
-            "array",
-            "truncatedArrays",
-            items={
+        {
+            "type": "array",
+            "items": {
                 "type": "struct",
                 "fields": [_field("string", "field", optional=False), _field("int32", "size", optional=False)],
                 "optional": False,
                 "name": "io.debezium.connector.mongodb.changestream.truncatedarray",
                 "version": 1,
             },
-        ),
+            "optional": True,
+            "field": "truncatedArrays",
+        },
     ],
     "optional": True,
     "name": "io.debezium.connector.mongodb.changestream.updatedescription",
@@ -115,17 +118,15 @@ def value_schema(prefix: str, db: str, collection: str) -> dict[str, Any]:
                 "fields": _SOURCE_FIELDS,
                 "optional": False,
                 "name": "io.debezium.connector.mongo.Source",
+                "version": 1,
                 "field": "source",
             },
             _field("string", "op"),
             _field("int64", "ts_ms"),
-            _field("int64", "ts_us"),
-            _field("int64", "ts_ns"),
             _TRANSACTION_SCHEMA,
         ],
         "optional": False,
         "name": f"{prefix}.{db}.{collection}.Envelope",
-        "version": 1,
     }
 
 
@@ -134,19 +135,17 @@ def key_payload(event: ChangeEvent) -> dict[str, Any]:
 
 
 def source_payload(s: SourceInfo, prefix: str) -> dict[str, Any]:
-    """The ``source`` block."""
-    ts_ms = s.ts_ms
+    """The ``source`` block, in the field order of Debezium 3.6's MongoDB ``Source`` struct."""
     return {
         "version": __version__,
         "connector": CONNECTOR,
         "name": prefix,
-        "ts_ms": ts_ms,
+        "ts_ms": s.ts_ms,
         "snapshot": s.snapshot.value,
         "db": s.db,
         "sequence": None,
-        "ts_us": ts_ms * 1000,
-        "ts_ns": ts_ms * 1_000_000,
-        "rs": s.rs,
+        "ts_us": s.ts_us,
+        "ts_ns": s.ts_ns,
         "collection": s.collection,
         "ord": s.ord,
         "lsid": s.lsid,
@@ -171,18 +170,78 @@ def value_payload(event: ChangeEvent, prefix: str, processed_ms: int) -> dict[st
         "source": source_payload(event.source, prefix),
         "op": event.op.value,
         "ts_ms": processed_ms,
-        "ts_us": processed_ms * 1000,
-        "ts_ns": processed_ms * 1_000_000,
         "transaction": _transaction_payload(event),
     }
 
 
+HEARTBEAT_KEY_SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "fields": [_field("string", "serverName", optional=False)],
+    "optional": False,
+    "name": "io.debezium.connector.common.ServerNameKey",
+    "version": 1,
+}
+HEARTBEAT_VALUE_SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "fields": [_field("int64", "ts_ms", optional=False)],
+    "optional": False,
+    "name": "io.debezium.connector.common.Heartbeat",
+    "version": 1,
+}
+
+
+def heartbeat_record(prefix: str, now_ms: int, schemas_enable: bool = False) -> tuple[bytes, bytes]:
+    """Key and value of a heartbeat: ``{"serverName": <topic.prefix>}`` and ``{"ts_ms": <now>}``."""
+    key: dict[str, Any] = {"serverName": prefix}
+    value: dict[str, Any] = {"ts_ms": now_ms}
+    if schemas_enable:
+        key = {"schema": HEARTBEAT_KEY_SCHEMA, "payload": key}
+        value = {"schema": HEARTBEAT_VALUE_SCHEMA, "payload": value}
+    return _dumps(key).encode(), _dumps(value).encode()
+
+
+def run_id() -> str:
+    """A time-ordered UUID (version 7), as Debezium names each run of a task."""
+    millis = time.time_ns() // 1_000_000
+    value = (millis & (2**48 - 1)) << 80 | 0x7 << 76 | secrets.randbits(12) << 64 | 0b10 << 62 | secrets.randbits(62)
+    return str(uuid.UUID(int=value))
+
+
+CONTEXT_HEADER_PREFIX = "__debezium.context."
+
+
+def context_headers(prefix: str, task_id: int, run: str) -> tuple[tuple[str, bytes], ...]:
+    """Debezium's ``extended.headers.enabled`` headers of every data record and tombstone."""
+    return (
+        (CONTEXT_HEADER_PREFIX + "connectorLogicalName", prefix.encode()),
+        (CONTEXT_HEADER_PREFIX + "taskId", str(task_id).encode()),
+        (CONTEXT_HEADER_PREFIX + "connectorName", CONNECTOR.encode()),
+        (CONTEXT_HEADER_PREFIX + "runId", run.encode()),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class EnvelopeCodec:
-    """Turns change events into Kafka key and value bytes for one connector."""
+    """Turns change events into Kafka key and value bytes (and headers) for one connector task."""
 
     prefix: str
     schemas_enable: bool = False
+    extended_headers: bool = True
+    """Debezium's ``extended.headers.enabled``: the ``__debezium.context.*`` headers on data records."""
+    task_id: int = 0
+    run: str = field(default_factory=run_id)
+    headers: list[tuple[str, str | bytes | None]] | None = field(init=False, compare=False, repr=False)
+    """The headers of a data record or tombstone (``None``: no headers); the same list every time."""
+
+    def __post_init__(self) -> None:
+        headers: list[tuple[str, str | bytes | None]] | None = None
+        if self.extended_headers:
+            headers = list(context_headers(self.prefix, self.task_id, self.run))
+        object.__setattr__(self, "headers", headers)
+
+    def for_task(self, task_id: int) -> EnvelopeCodec:
+        """The same codec for another task of the connector (its own ``taskId`` header)."""
+        return replace(self, task_id=task_id)
 
     def topic(self, event: ChangeEvent) -> str:
         return topic_for(self.prefix, event.source.db, event.source.collection)
@@ -216,10 +275,6 @@ class EnvelopeCodec:
                 event.op.value,
                 '","ts_ms":',
                 str(processed_ms),
-                ',"ts_us":',
-                str(processed_ms * 1000),
-                ',"ts_ns":',
-                str(processed_ms * 1_000_000),
                 ',"transaction":',
                 "null" if event.transaction is None else _dumps(_transaction_payload(event)),
                 "}",
@@ -229,16 +284,15 @@ class EnvelopeCodec:
 
 def _source_json(s: SourceInfo, prefix: str) -> str:
     """``_dumps(source_payload(s, prefix))``, from cached constant parts and the per-change numbers."""
-    head, middle, tail = _source_parts(prefix, s.snapshot, s.db, s.rs, s.collection)
-    ts_ms = s.ts_ms
+    head, middle, tail = _source_parts(prefix, s.snapshot, s.db, s.collection)
     return "".join(
         (
             head,
-            str(ts_ms),
+            str(s.ts_ms),
             middle,
-            str(ts_ms * 1000),
+            str(s.ts_us),
             ',"ts_ns":',
-            str(ts_ms * 1_000_000),
+            str(s.ts_ns),
             tail,
             str(s.ord),
             ',"lsid":',
@@ -253,13 +307,11 @@ def _source_json(s: SourceInfo, prefix: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _source_parts(
-    prefix: str, snapshot: SnapshotMarker, db: str, rs: str | None, collection: str
-) -> tuple[str, str, str]:
+def _source_parts(prefix: str, snapshot: SnapshotMarker, db: str, collection: str) -> tuple[str, str, str]:
     """The parts of the ``source`` JSON that are the same for every change of one collection."""
     head = f'{{"version":{_dumps(__version__)},"connector":{_dumps(CONNECTOR)},"name":{_dumps(prefix)},"ts_ms":'
     middle = f',"snapshot":{_dumps(snapshot.value)},"db":{_dumps(db)},"sequence":null,"ts_us":'
-    tail = f',"rs":{_dumps(rs)},"collection":{_dumps(collection)},"ord":'
+    tail = f',"collection":{_dumps(collection)},"ord":'
     return head, middle, tail
 
 

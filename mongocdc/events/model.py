@@ -42,15 +42,30 @@ class SourceInfo:
     """Wall clock time of the change on MongoDB 6.0+ (epoch milliseconds)."""
     snapshot: SnapshotMarker = SnapshotMarker.FALSE
     rs: str | None = None
+    """The replica set the change came from (not in the envelope: Debezium 3.x's has no ``rs``)."""
     lsid: str | None = None
+    """The session of a transaction's change, as Debezium writes it: the ``lsid`` document as strict JSON."""
     txn_number: int | None = None
+    read_ns: int | None = None
+    """Initial snapshot reads: when the document was read (epoch nanoseconds), Debezium's ``source.ts_*``."""
 
     @property
     def ts_ms(self) -> int:
-        """Debezium's ``source.ts_ms``: the wall time when known, else cluster seconds × 1000."""
+        """Debezium's ``source.ts_ms``: the read time of a snapshot read, the wall time of a change when
+        known, else cluster seconds × 1000."""
+        if self.read_ns is not None:
+            return self.read_ns // 1_000_000
         if self.wall_time_ms is not None:
             return self.wall_time_ms
         return self.sec * 1000
+
+    @property
+    def ts_us(self) -> int:
+        return self.read_ns // 1000 if self.read_ns is not None else self.ts_ms * 1000
+
+    @property
+    def ts_ns(self) -> int:
+        return self.read_ns if self.read_ns is not None else self.ts_ms * 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +77,11 @@ class UpdateDescription:
     truncated_arrays: tuple[tuple[str, int], ...] = ()
 
     def to_json_dict(self) -> dict[str, Any]:
+        """Debezium's struct: an empty list is ``null``, as Debezium leaves the field unset."""
         return {
-            "removedFields": list(self.removed_fields),
+            "removedFields": list(self.removed_fields) or None,
             "updatedFields": self.updated_fields_json,
-            "truncatedArrays": [{"field": f, "size": s} for f, s in self.truncated_arrays],
+            "truncatedArrays": [{"field": f, "size": s} for f, s in self.truncated_arrays] or None,
         }
 
 
@@ -82,9 +98,9 @@ class TransactionBlock:
 class ChangeEvent:
     """One captured change of one document.
 
-    ``key_json`` is the document's ``_id`` as relaxed extended JSON (the
-    string inside the Kafka key), ``after``/``before`` full documents as
-    relaxed extended JSON text or ``None``.
+    ``key_json`` is the document's ``_id`` as Debezium writes it inside the Kafka key
+    (relaxed extended JSON, ``codec.value_to_json``), ``after``/``before`` full documents as
+    Debezium writes them (strict JSON, ``codec.document_to_json``) or ``None``.
     """
 
     op: Op

@@ -101,6 +101,7 @@ class KafkaSink:
         value: bytes | None,
         *,
         headers: list[tuple[str, str | bytes | None]] | None = None,
+        partition: int | None = None,
         on_ack: AckCallback | None = None,
     ) -> None:
         """Queue one record; ``on_ack`` runs (from a later ``poll``/``flush``) once Kafka acknowledged it."""
@@ -117,7 +118,12 @@ class KafkaSink:
 
         while True:
             try:
-                producer.produce(topic, value=value, key=key, headers=headers, on_delivery=delivered)
+                if partition is None:
+                    producer.produce(topic, value=value, key=key, headers=headers, on_delivery=delivered)
+                else:
+                    producer.produce(
+                        topic, value=value, key=key, headers=headers, partition=partition, on_delivery=delivered
+                    )
                 break
             except BufferError:
                 # Local queue full: serve delivery reports until there is room.

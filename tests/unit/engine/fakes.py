@@ -151,6 +151,8 @@ class RecordingSink:
 
     def __init__(self, refuse_after: int | None = None) -> None:
         self.records: list[tuple[str, bytes | None, bytes | None]] = []
+        self.meta: list[tuple[Any, int | None]] = []
+        """Per record: its headers and the partition it was sent to (None: the partitioner's choice)."""
         self._pending: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self.refuse_after = refuse_after
@@ -162,10 +164,12 @@ class RecordingSink:
         value: bytes | None,
         *,
         headers: Any = None,
+        partition: int | None = None,
         on_ack: Callable[[], None] | None = None,
     ) -> None:
         with self._lock:
             self.records.append((topic, key, value))
+            self.meta.append((headers, partition))
             if on_ack is not None:
                 self._pending.append(on_ack)
 

@@ -15,10 +15,12 @@ from mongocdc.engine.transactions import TransactionRecord, TransactionTracker
 from mongocdc.events.changes import StreamedChange, convert_change
 from mongocdc.events.envelope import EnvelopeCodec, value_payload
 from mongocdc.events.model import ChangeEvent, Op, SourceInfo, TransactionBlock
+from mongocdc.offsets.connect import java_hashmap_order
 
 RECORDED = Path(__file__).parent.parent / "events" / "recorded" / "transactions.jsonl"
-TXN_A = "6f1c2a9e-3b4d-4e5f-8a7b-1c2d3e4f5a6b:7"
-TXN_B = "0a1b2c3d-4e5f-4061-9273-a4b5c6d7e8f9:1"
+# Debezium's transaction id: the lsid document as strict JSON, ":", the txnNumber.
+LSID_A = '{"id": {"$binary": "bxwqnjtNTl+KexwtPk9aaw==","$type": "04"},"uid": {"$binary": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=","$type": "00"}}'  # noqa: E501
+TXN_A = LSID_A + ":7"
 
 
 def recorded_events() -> list[ChangeEvent]:
@@ -29,6 +31,9 @@ def recorded_events() -> list[ChangeEvent]:
         assert isinstance(item, StreamedChange)
         events.append(item.event)
     return events
+
+
+TXN_B = f"{recorded_events()[6].source.lsid}:1"
 
 
 Output = list[TransactionRecord | ChangeEvent]
@@ -57,22 +62,20 @@ def test_recorded_stream_gets_begin_blocks_and_end_in_place() -> None:
     begin_a, end_a, begin_b = records(out)
 
     assert begin_a == TransactionRecord("BEGIN", TXN_A, 1705000002300)
-    assert json.loads(begin_a.value_bytes(False)) == {
-        "status": "BEGIN",
-        "id": TXN_A,
-        "ts_ms": 1705000002300,
-        "event_count": None,
-        "data_collections": None,
-    }
+    assert begin_a.value_bytes(False) == (
+        b'{"status":"BEGIN","id":' + json.dumps(TXN_A).encode() + b',"event_count":null,"data_collections":null,'
+        b'"ts_ms":1705000002300}'
+    )
     assert json.loads(begin_a.key_bytes()) == {"id": TXN_A}
+    # END carries the time of the change that ended the transaction, as Debezium's does.
     assert json.loads(end_a.value_bytes(False)) == {
         "status": "END",
         "id": TXN_A,
-        "ts_ms": 1705000002300,
+        "ts_ms": events[5].source.ts_ms,
         "event_count": 3,
-        "data_collections": [
-            {"data_collection": "inventory.orders", "event_count": 2},
+        "data_collections": [  # Debezium's order: a Java HashMap's
             {"data_collection": "inventory.customers", "event_count": 1},
+            {"data_collection": "inventory.orders", "event_count": 2},
         ],
     }
     assert json.loads(end_a.key_bytes()) == {"id": TXN_A}
@@ -99,7 +102,7 @@ def test_recorded_stream_gets_begin_blocks_and_end_in_place() -> None:
         {
             "status": "END",
             "id": TXN_B,
-            "ts_ms": 1705000004500,
+            "ts_ms": events[8].source.ts_ms,
             "event_count": 2,
             "data_collections": [{"data_collection": "inventory.products", "event_count": 2}],
         }
@@ -134,7 +137,7 @@ def test_idle_end_only_after_idle_end_ms() -> None:
     assert tracker.open_transaction == TXN_A
     (end,) = tracker.on_idle(1502)
     assert (end.status, end.id, end.event_count) == ("END", TXN_A, 3)
-    assert end.data_collections == (("inventory.orders", 2), ("inventory.customers", 1))
+    assert end.data_collections == (("inventory.customers", 1), ("inventory.orders", 2))
     assert tracker.on_idle(9999) == []
     state = tracker.state_for_offset()
     assert state is not None and state["ended"] is True
@@ -151,9 +154,19 @@ def test_idle_with_nothing_open_is_quiet() -> None:
     assert tracker.state_for_offset() is None
 
 
-def test_control_event_ends_the_transaction() -> None:
+def test_without_idle_end_only_the_next_change_ends_a_transaction() -> None:
+    """Debezium's behaviour (the default): no END on idle polls nor on control events."""
     events = recorded_events()
     tracker = TransactionTracker()
+    feed(tracker, events[2:4])
+    assert tracker.on_idle(10**9) == [] and tracker.on_control() == []
+    (end,) = records(feed(tracker, events[5:6], start_ms=10**9))
+    assert (end.status, end.event_count, end.ts_ms) == ("END", 2, events[5].source.ts_ms)
+
+
+def test_control_event_ends_the_transaction() -> None:
+    events = recorded_events()
+    tracker = TransactionTracker(idle_end_ms=1000)
     feed(tracker, events[2:4])
     (end,) = tracker.on_control()
     assert (end.status, end.event_count) == ("END", 2)
@@ -208,7 +221,8 @@ def test_schemas_enable_wraps_with_debezium_schema_names() -> None:
     assert value["schema"]["name"] == "io.debezium.connector.common.TransactionMetadataValue"
     assert [f["field"] for f in value["schema"]["fields"]] == list(value["payload"])
     assert value["payload"] == json.loads(record.value_bytes(False))
-    items = value["schema"]["fields"][4]["items"]
+    assert list(value["payload"]) == ["status", "id", "event_count", "data_collections", "ts_ms"]
+    items = value["schema"]["fields"][3]["items"]
     assert items["name"] == "event.collection"
     assert [f["field"] for f in items["fields"]] == ["data_collection", "event_count"]
 
@@ -308,6 +322,7 @@ def test_every_transaction_gets_one_begin_before_and_one_end_after(
             assert out[i].transaction.data_collection_order == seen[ns]
         assert out[end].event_count == sum(per_coll.values())
         assert dict(out[end].data_collections) == per_coll
-        assert [c for c, _ in out[end].data_collections] == list(per_coll)  # order of first appearance
+        # in the order Debezium's HashMap iterates them
+        assert [c for c, _ in out[end].data_collections] == java_hashmap_order(per_coll)
     plain = [r for r in out if isinstance(r, ChangeEvent) and r.source.lsid is None]
     assert all(e.transaction is None for e in plain)

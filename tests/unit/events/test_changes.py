@@ -76,9 +76,19 @@ def test_delete_has_no_after(recorded: list[dict[str, Any]]) -> None:
 
 
 def test_transaction_fields_are_carried(recorded: list[dict[str, Any]]) -> None:
+    """Debezium writes the session as the lsid document in strict JSON (the UUID as $binary subtype 04)."""
     event = streamed(recorded[4]).event
-    assert event.source.lsid == "dcadd469-8d9b-43e1-96a0-cdc5e92d67dc"
+    assert event.source.lsid == (
+        '{"id": {"$binary": "3K3UaY2bQ+GWoM3F6S1n3A==","$type": "04"},'
+        '"uid": {"$binary": "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=","$type": "00"}}'
+    )
     assert event.source.txn_number == 4
+
+
+def test_a_session_without_a_transaction_number_is_no_transaction(recorded: list[dict[str, Any]]) -> None:
+    change = {k: v for k, v in recorded[4].items() if k != "txnNumber"}
+    source = streamed(change).event.source
+    assert (source.lsid, source.txn_number) == (None, None)
 
 
 @pytest.mark.parametrize(
