@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from mongocdc.config import compat
+from mongocdc.config import compat, providers
 from mongocdc.config.formats import FILE_HINT, read_config_file
 from mongocdc.config.properties import ENV_PREFIX, env_var_for
 from mongocdc.config.settings import (
@@ -93,7 +93,9 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
     ``config_file`` is a mapping of property names in YAML (flat or nested:
     ``mongodb: {connection.string: …}``), JSON (also a Kafka Connect REST body
     ``{"name": …, "config": {…}}``) or a Java ``.properties`` file (see
-    ``formats.read_config_file``); Kafka Connect's and Debezium's own keys in it
+    ``formats.read_config_file``); its ``${file:…}``, ``${directory:…}`` and
+    ``${env:…}`` config provider references are resolved (``providers``, with
+    ``env`` for ``${env:…}``), Kafka Connect's and Debezium's own keys in it
     are mapped, checked or ignored as ``compat.translate`` says, and the keys
     ignored with an effect are logged in one warning. ``None`` reads no file (the
     caller resolves ``--config``/``MONGOCDC_CONFIG``). ``env`` is usually
@@ -112,7 +114,7 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
     layers: list[dict[str, _Raw]] = []
     report = FileReport()
     if config_file is not None:
-        layers.append(_file_layer(config_file, problems, report))
+        layers.append(_file_layer(config_file, problems, report, env))
     env_layer, filter_vars = _env_layer(env, problems)
     layers.append(env_layer)
     layers.append(_overrides_layer(overrides, problems))
@@ -223,7 +225,7 @@ class FileReport:
         )
 
 
-def _file_layer(path: Path, problems: list[str], report: FileReport) -> dict[str, _Raw]:
+def _file_layer(path: Path, problems: list[str], report: FileReport, env: Mapping[str, str]) -> dict[str, _Raw]:
     document = read_config_file(path)
     origin = document.origin
     report.origin = origin
@@ -245,6 +247,12 @@ def _file_layer(path: Path, problems: list[str], report: FileReport) -> dict[str
         if name in flat and flat[name] != value:
             problems.append(f"{name} is set in {origin} both in spec.config ({flat[name]!r}) and in spec ({value!r})")
         flat.setdefault(name, value)
+    aliases = providers.provider_aliases(flat, problems, origin)
+    flat = {
+        name: providers.resolve(name, value, aliases, env, origin, problems)
+        for name, value in flat.items()
+        if not providers.is_provider_key(name)
+    }
     translation = compat.translate(flat, origin, is_property=[name for name in flat if is_known_property(name)])
     problems.extend(translation.problems)
     report.ignored.update(document.ignored)

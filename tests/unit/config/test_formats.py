@@ -275,3 +275,64 @@ spec:
 def test_a_kafka_connector_of_another_class_is_refused(tmp_path: Path) -> None:
     text = "kind: KafkaConnector\nmetadata: {name: x}\nspec:\n  class: FileStreamSource\n  config: {topic.prefix: a}\n"
     assert "connector.class 'FileStreamSource'" in config_error(write(tmp_path, "c.yaml", text))
+
+
+# --- config provider references ----------------------------------------------------------
+
+
+def test_file_directory_and_env_references_are_resolved(tmp_path: Path) -> None:
+    secrets = write(tmp_path, "secrets.properties", "mongo.password=dbz\\u00e9pw\nmongo.user = debezium\n")
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    (mounted / "connection").write_text("mongodb://h1:27017/?replicaSet=rs0")
+    text = (
+        "{\n"
+        f'  "mongodb.user": "${{file:{secrets}:mongo.user}}",\n'
+        f'  "mongodb.password": "${{file:{secrets}:mongo.password}}",\n'
+        f'  "mongodb.connection.string": "${{directory:{mounted}:connection}}",\n'
+        '  "topic.prefix": "${env:PREFIX}-cdc"\n'
+        "}\n"
+    )
+    settings = load_settings(write(tmp_path, "c.json", text), {"PREFIX": "shop"}, {})
+    assert (settings.mongodb_user, settings.mongodb_password) == ("debezium", "dbzépw")
+    assert settings.mongodb_connection_string == "mongodb://h1:27017/?replicaSet=rs0"
+    assert settings.topic_prefix == "shop-cdc"
+    assert settings.as_properties()["mongodb.password"] == "********"
+
+
+def test_providers_under_the_aliases_a_worker_gives_them(tmp_path: Path) -> None:
+    secrets = write(tmp_path, "s.properties", "prefix=app\n")
+    text = (
+        "config.providers=vault\n"
+        "config.providers.vault.class=org.apache.kafka.common.config.provider.FileConfigProvider\n"
+        f"topic.prefix=${{vault:{secrets}:prefix}}\n"
+    )
+    assert load_settings(write(tmp_path, "c.properties", text), {}, {}).topic_prefix == "app"
+
+
+@pytest.mark.parametrize(
+    ("reference", "expected"),
+    [
+        ("${file:/absent.properties:k}", "cannot read /absent.properties"),
+        ("${file:SECRETS:missing}", "has no key 'missing'"),
+        ("${env:NOT_SET_ANYWHERE}", "the environment variable NOT_SET_ANYWHERE is not set"),
+        ("${secrets:ns/name:password}", "no config provider 'secrets'"),
+        ("${directory:/absent:file}", "cannot read /absent/file"),
+    ],
+)
+def test_unresolvable_references_are_config_errors(tmp_path: Path, reference: str, expected: str) -> None:
+    secrets = write(tmp_path, "s.properties", "k=v\n")
+    text = f"topic.prefix=app\nmongodb.user={reference.replace('SECRETS', str(secrets))}\n"
+    message = config_error(write(tmp_path, "c.properties", text))
+    assert "mongodb.user from config file" in message and "cannot resolve" in message
+    assert expected in message
+
+
+def test_a_provider_class_mongocdc_cannot_run_is_refused(tmp_path: Path) -> None:
+    text = "config.providers.vault.class=io.confluent.csid.config.provider.vault.VaultConfigProvider\n"
+    assert "FileConfigProvider" in config_error(write(tmp_path, "c.properties", text))
+
+
+def test_placeholders_without_a_provider_are_left_alone(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, "c.yaml", "topic.rename.format: ${topic}.replica\n"), {}, {})
+    assert settings.topic_rename_format == "${topic}.replica"
