@@ -160,10 +160,11 @@ def check_start_op_time(value: int) -> None:
         )
 
 
-def check_database_name(value: str) -> None:
-    reason = database_name_problem(value)
+def check_auth_source(value: str) -> None:
+    """``mongodb.authsource``: a database name, or ``$external`` (LDAP, Kerberos, X.509 and AWS users)."""
+    reason = None if value == "$external" else database_name_problem(value)
     if reason is not None:
-        raise InvalidValueError(f"{reason} (for example admin)")
+        raise InvalidValueError(f"{reason} (for example admin, or $external)")
 
 
 def check_namespace(value: str) -> None:
@@ -221,7 +222,7 @@ class Settings:
         "admin",
         "Database holding `mongodb.user`'s credentials (the connection string's `authSource` applies to its own "
         "credentials).",
-        validator=check_database_name,
+        validator=check_auth_source,
     )
     mongodb_ssl_enabled: bool = setting(
         "mongodb.ssl.enabled",

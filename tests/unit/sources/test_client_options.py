@@ -225,3 +225,9 @@ def test_a_password_without_a_user_is_refused() -> None:
 def test_heartbeat_frequency_below_the_drivers_minimum_is_refused() -> None:
     with pytest.raises(ConfigError, match="mongodb.heartbeat.frequency.ms"):
         load_settings(None, {}, {"mongodb.heartbeat.frequency.ms": 100})
+
+
+def test_auth_source_may_be_external_but_not_a_bad_name() -> None:
+    assert settings(**{"mongodb.user": "CN=x", "mongodb.authsource": "$external"}).mongodb_authsource == "$external"
+    with pytest.raises(ConfigError, match="mongodb.authsource"):
+        settings(**{"mongodb.authsource": "a b"})
