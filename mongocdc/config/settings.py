@@ -1271,17 +1271,22 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     Names are compared in lower case with ``_``, ``-`` and ``.`` alike. A
     candidate is close when a few edits (insertions, deletions, substitutions,
     swaps of neighbours: 1 for names under 8 characters, 2 under 16, else 3)
-    turn one into the other, or when it has the same words in another order. A
-    name that is merely about the same subject (``errors.tolerance``) gets no
-    suggestion.
+    turn one into the other, when it has the same words in another order, or
+    when it is the name under a prefix (``bootstrap.servers`` →
+    ``kafka.bootstrap.servers``). A name that is merely about the same subject
+    (``errors.tolerance``) gets no suggestion.
     """
     wanted = _normalize(name)
     limit = 1 if len(wanted) < 8 else 2 if len(wanted) < 16 else 3
+    unique = list(dict.fromkeys(candidates))
+    under_prefix = _under_one_prefix(wanted, unique)
     best: tuple[int, str] | None = None
-    for candidate in dict.fromkeys(candidates):
+    for candidate in unique:
         other = _normalize(candidate)
         if sorted(other.split(".")) == sorted(wanted.split(".")):
             distance = 1
+        elif candidate == under_prefix:
+            distance = limit  # the same name under a prefix: bootstrap.servers → kafka.bootstrap.servers
         else:
             if abs(len(other) - len(wanted)) > limit:
                 continue
@@ -1289,6 +1294,18 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
         if distance <= limit and (best is None or distance < best[0]):
             best = (distance, candidate)
     return f"; did you mean {best[1]!r}?" if best else ""
+
+
+def _under_one_prefix(wanted: str, candidates: list[str]) -> str | None:
+    """The candidate that is ``wanted`` under the fewest prefix words, when exactly one is (else ``None``)."""
+    if "." not in wanted:
+        return None
+    matches = [(_normalize(c).count("."), c) for c in candidates if _normalize(c).endswith("." + wanted)]
+    if not matches:
+        return None
+    fewest = min(depth for depth, _ in matches)
+    shortest = [c for depth, c in matches if depth == fewest]
+    return shortest[0] if len(shortest) == 1 else None
 
 
 def _normalize(name: str) -> str:

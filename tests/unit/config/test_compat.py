@@ -319,6 +319,7 @@ def test_the_topic_naming_strategy_error_says_how_topics_are_named(tmp_path: Pat
         ("tombstone.on.delete", "tombstones.on.delete"),
         ("include.collection.list", "collection.include.list"),
         ("topic_prefix", "topic.prefix"),
+        ("bootstrap.servers", "kafka.bootstrap.servers"),
     ],
 )
 def test_close_names_get_a_suggestion(tmp_path: Path, name: str, suggestion: str) -> None:
@@ -350,5 +351,7 @@ def test_did_you_mean_needs_few_edits() -> None:
     assert did_you_mean("snapshot.mdoe", ["snapshot.mode"]) == "; did you mean 'snapshot.mode'?"
     assert did_you_mean("errors.tolerance", ["tombstones.on.delete", "errors.max.retries"]) == ""
     assert did_you_mean("poll.interval", ["poll.interval.ms"]) == ""
+    assert did_you_mean("interval.ms", ["poll.interval.ms", "heartbeat.interval.ms"]) == ""  # which one?
+    assert did_you_mean("storage.topic", ["offset.storage.topic", "topic"]) == "; did you mean 'offset.storage.topic'?"
     assert did_you_mean("a", ["b"]) == "; did you mean 'b'?"
     assert did_you_mean("ab", ["xy"]) == ""
