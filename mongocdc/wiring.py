@@ -97,7 +97,11 @@ def offset_store(settings: Settings, *, create: bool = True) -> OffsetStore:
 
 
 def codec(settings: Settings) -> EnvelopeCodec:
-    return EnvelopeCodec(prefix=settings.require("topic.prefix"), schemas_enable=settings.schemas_enable)
+    return EnvelopeCodec(
+        prefix=settings.require("topic.prefix"),
+        schemas_enable=settings.schemas_enable,
+        extended_headers=settings.extended_headers_enabled,
+    )
 
 
 def kafka_sink(settings: Settings) -> Any:

@@ -211,7 +211,7 @@ DEBEZIUM: Final[Mapping[str, Compat]] = {
     ),
     "converters": _ignored(f"custom value converters are {_CUSTOM_CLASS}s; documents are written as extended JSON"),
     "post.processors": _ignored(f"post processors are {_CUSTOM_CLASS}es; events are written as they are read"),
-    "extended.headers.enabled": _ignored("mongocdc writes no __debezium.context.* headers on change events", "false"),
+    "extended.headers.enabled": _IMPLEMENTED,
     "skip.messages.without.change": _ignored(
         "Debezium's MongoDB connector does not skip unchanged events either", "false", "true"
     ),
@@ -314,6 +314,10 @@ _SCHEMAS_NOTE: Final = (
     "becomes schemas.enable, which mongocdc applies to keys and values alike, so both must agree; a JsonConverter "
     "set in the configuration without it has schemas (its default is true)"
 )
+_HEADERS: Final = (
+    "the __debezium.context.* headers (extended.headers.enabled) are written as Kafka Connect's default "
+    "SimpleHeaderConverter writes them: UTF-8 strings"
+)
 _CONNECT_ERRORS: Final = (
     "Kafka Connect's error handling for converters and transforms (tolerance, retries, dead letter queue); "
     "mongocdc stops on an error and resumes from its offsets when started again"
@@ -342,7 +346,12 @@ CONNECT: Final[Mapping[str, Compat]] = {
     ),
     "key.converter.schemas.enable": Compat("mapped", _SCHEMAS_NOTE),
     "value.converter.schemas.enable": Compat("mapped", _SCHEMAS_NOTE),
-    "header.converter": _ignored("mongocdc's change events carry no headers to convert"),
+    "header.converter": _ignored(
+        _HEADERS,
+        "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+        "SimpleHeaderConverter",
+        "Simple",
+    ),
     "config.action.reload": _ignored(
         "mongocdc reads its configuration when a command starts; restart it after a change", "restart", "none"
     ),
@@ -382,7 +391,7 @@ CONNECT_PREFIXES: Final[Mapping[str, Compat]] = {
     ),
     "key.converter.": _ignored(_CONVERTER_SETTINGS),
     "value.converter.": _ignored(_CONVERTER_SETTINGS),
-    "header.converter.": _ignored("mongocdc's change events carry no headers to convert"),
+    "header.converter.": _ignored(_HEADERS),
     "producer.override.": _ignored(_CLIENT_OVERRIDES),
     "consumer.override.": _ignored(_CLIENT_OVERRIDES),
     "admin.override.": _ignored(_CLIENT_OVERRIDES),

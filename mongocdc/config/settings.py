@@ -497,6 +497,13 @@ class Settings:
         'Wrap keys and values in the Kafka Connect JSON envelope `{"schema": …, "payload": …}`, like '
         "JsonConverter with `schemas.enable=true`.",
     )
+    extended_headers_enabled: bool = setting(
+        "extended.headers.enabled",
+        _BOOL,
+        True,
+        "Add Debezium's `__debezium.context.*` headers (connector logical name, task id, connector name, run id) to "
+        "every data record and tombstone.",
+    )
     max_batch_size: int = setting(
         "max.batch.size",
         _POSITIVE,

@@ -125,3 +125,10 @@ def test_literal_filters_match_exact_names_only() -> None:
     assert not literal.is_collection_included("shop", "Orders")  # case-sensitive, as Debezium's $in
     regex = settings(**{"collection.include.list": "shop.orders"})
     assert regex.is_collection_included("shop", "Orders")
+
+
+def test_extended_headers_enabled_is_the_codecs_context_headers() -> None:
+    assert wiring.codec(settings()).headers is not None
+    names = [name for name, _ in wiring.codec(settings()).headers or []]
+    assert "__debezium.context.connectorLogicalName" in names
+    assert wiring.codec(settings(**{"extended.headers.enabled": False})).headers is None
