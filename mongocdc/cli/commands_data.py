@@ -212,6 +212,7 @@ def register(app: typer.Typer) -> None:
             reference_prefix=reference_prefix,
             compared_prefix=compared_prefix,
             heartbeat_prefix=heartbeat,
+            partitions=names,
         )
         if output is Output.json:
             render.print_json(result.to_dict())

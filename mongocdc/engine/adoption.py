@@ -51,9 +51,10 @@ from bson import json_util
 from mongocdc.engine.incremental import OFFSET_FIELD as INCREMENTAL_FIELD
 from mongocdc.engine.incremental import IncrementalSnapshotState
 from mongocdc.errors import ConfigError, UsageError
+from mongocdc.events.java import java_hashmap, java_hashmap_order
 from mongocdc.events.position import Position, token_cluster_time
 from mongocdc.events.snapshot import SnapshotState
-from mongocdc.offsets.connect import ConnectOffset, connect_key, jackson_json, java_hashmap, java_hashmap_order
+from mongocdc.offsets.connect import ConnectOffset, connect_key, jackson_json
 
 SERVER_ID = "server_id"
 REPLICA_SET = "rs"

@@ -50,6 +50,9 @@ OFFSET_FIELD: Final = "incremental_snapshot"
 _KEY_JSON: Final = json_util.CANONICAL_JSON_OPTIONS.with_options(tz_aware=True)
 
 
+_BRACKET: Final = {name: index for index, names in enumerate(ID_TYPE_BRACKETS) for name in names}
+
+
 def id_bracket(value: Any) -> int:
     """The index in :data:`ID_TYPE_BRACKETS` of the bracket an ``_id`` value sorts in."""
     if isinstance(value, MinKey):
@@ -60,8 +63,8 @@ def id_bracket(value: Any) -> int:
         return 7
     if isinstance(value, int | float | Decimal128):
         return 2
-    if isinstance(value, Code):  # a str subclass; JavaScript is not an _id type the snapshot reads
-        raise ValueError("an _id of BSON type javascript cannot be read in _id order by type bracket")
+    if isinstance(value, Code):  # a str subclass
+        return _BRACKET["javascript"] if value.scope is None else _BRACKET["javascriptWithScope"]
     if isinstance(value, str):
         return 3
     if isinstance(value, Mapping | DBRef):
@@ -77,7 +80,7 @@ def id_bracket(value: Any) -> int:
     if isinstance(value, Regex | re.Pattern):
         return 10
     if isinstance(value, MaxKey):
-        return 11
+        return _BRACKET["maxKey"]
     raise ValueError(f"an _id of Python type {type(value).__name__} has no BSON type bracket")
 
 

@@ -246,6 +246,8 @@ class StreamingTask:
                     self.stats.control_events += 1
                     log.info("%s event on %s.%s", item.operation_type, item.db, item.collection)
                 elif isinstance(item, SignalChange):
+                    if item.event is not None:  # the signal collection is captured too
+                        self._emit(item.event)
                     if snapshotter is not None:
                         snapshotter.on_signal_document(item.operation_type, item.document, item.document_id)
                 elif self.transactions is not None:  # an idle poll: a quiet stream ends an open transaction

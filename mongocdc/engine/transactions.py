@@ -36,8 +36,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mongocdc.events.java import java_hashmap_order
 from mongocdc.events.model import ChangeEvent, TransactionBlock
-from mongocdc.offsets.connect import java_hashmap_order
 
 log = logging.getLogger("mongocdc.engine")
 

@@ -47,12 +47,17 @@ class ControlChange:
 
 @dataclass(frozen=True, slots=True)
 class SignalChange:
-    """A change in the signal collection (``signal.data.collection``): a signal or a snapshot watermark."""
+    """A change in the signal collection (``signal.data.collection``): a signal or a snapshot watermark.
+
+    ``event`` is the same change as a data event when the include lists capture the signal
+    collection too: Debezium then writes its changes (signals and watermarks) to its topic.
+    """
 
     operation_type: str
     document: Mapping[str, Any] | None
     document_id: Any
     position: Position
+    event: ChangeEvent | None = None
 
 
 @dataclass(frozen=True, slots=True)

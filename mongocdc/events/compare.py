@@ -6,7 +6,12 @@ server, broker and workload, so their records must be equal except for what cann
 * the topic prefix (``source.name``, topic names, the heartbeat key, the connector headers);
 * the connector's version (``source.version``) and the run's identity headers;
 * wall-clock times: the envelope's ``ts_ms``, a snapshot read's ``source.ts_ms``/``ts_us``/``ts_ns``
-  (the time of the read), heartbeat and transaction-record times;
+  (the time of the read), heartbeat times;
+* an incremental snapshot's watermarks: each connector writes its own (``<uuid>-open``/``-close``
+  documents in the signal collection), so their records, and the position an incremental read
+  carries (its ``source.ts_*`` and ``ord`` are the closing watermark's), are the connector's own;
+* which initial-snapshot read is the ``last``: Debezium reads a collection in natural order, mongocdc
+  in ``_id`` order, so only the collection of the one ``last`` read must agree;
 * lookup timing: an update's ``after`` is looked up when the update is read, so a later change of
   the same document may already be in it. Such an ``after`` is accepted when it equals the
   reference's ``after`` of the same key at or after that change (or ``null``: deleted since);
@@ -21,10 +26,13 @@ headers, the Connect schema when ``schemas.enable`` is on) must be equal.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from mongocdc.events.java import default_partition
 
 VOLATILE = "<volatile>"
 HEARTBEAT_PREFIX = "__debezium-heartbeat"
@@ -127,8 +135,16 @@ class _Normaliser:
         return self._payload(topic, value)
 
     def _schema(self, schema: Any) -> Any:
-        text = json.dumps(schema, sort_keys=False)
-        return json.loads(text.replace(json.dumps(self.prefix + ".")[1:-1], "<prefix>."))
+        """The Connect schema with the topic prefix taken out of its names (``<prefix>.<db>.<coll>.Envelope``)."""
+        if isinstance(schema, list):
+            return [self._schema(item) for item in schema]
+        if not isinstance(schema, dict):
+            return schema
+        out = {name: self._schema(value) for name, value in schema.items()}
+        name = out.get("name")
+        if isinstance(name, str) and name.startswith(self.prefix + "."):
+            out["name"] = "<prefix>" + name[len(self.prefix) :]
+        return out
 
     def _payload(self, topic: str, payload: Any) -> Any:
         if not isinstance(payload, dict):
@@ -140,8 +156,7 @@ class _Normaliser:
             if payload.get("serverName") == self.prefix:
                 payload["serverName"] = "<prefix>"
             return payload
-        if "status" in payload and "event_count" in payload:  # transaction metadata
-            payload["ts_ms"] = VOLATILE
+        if "status" in payload and "event_count" in payload:  # transaction metadata: compared as is
             return payload
         if "ts_ms" in payload:
             payload["ts_ms"] = VOLATILE
@@ -152,9 +167,14 @@ class _Normaliser:
             if source.get("name") == self.prefix:
                 source["name"] = "<prefix>"
             if payload.get("op") == "r":
-                for name in ("ts_ms", "ts_us", "ts_ns", "wallTime"):
+                volatile: tuple[str, ...] = ("ts_ms", "ts_us", "ts_ns", "wallTime")
+                if source.get("snapshot") == "incremental":
+                    volatile += ("ord",)
+                for name in volatile:
                     if source.get(name) is not None:
                         source[name] = VOLATILE
+                if source.get("snapshot") == "last":
+                    source["snapshot"] = "true"
             payload["source"] = source
         return payload
 
@@ -162,6 +182,8 @@ class _Normaliser:
         text = _text(raw)
         if topic.startswith(HEARTBEAT_PREFIX):
             return text.replace(json.dumps(self.prefix), '"<prefix>"')
+        if text.startswith('{"schema":'):  # the key schema's name is "<topic>.Key"
+            return json.dumps(self._strip(topic, json.loads(text)), separators=(",", ":"), ensure_ascii=False)
         return text
 
     def headers(self, headers: Sequence[tuple[str, bytes | None]]) -> list[tuple[str, str | None]]:
@@ -174,14 +196,42 @@ class _Normaliser:
         return out
 
 
+_WATERMARK_ID = re.compile(r'^"[0-9a-f-]{36}-(open|close)"$')
+
+
+def is_watermark(record: Record) -> bool:
+    """A record of an incremental snapshot's watermark document (``"<uuid>-open"``/``"<uuid>-close"``)."""
+    if record.key is None or b"-open" not in record.key and b"-close" not in record.key:
+        return False
+    try:
+        key = _payload_of(json.loads(record.key))
+    except ValueError:
+        return False
+    return isinstance(key, dict) and isinstance(key.get("id"), str) and _WATERMARK_ID.match(key["id"]) is not None
+
+
 def _group(records: Iterable[Record], normaliser: _Normaliser) -> dict[str, dict[str, list[Record]]]:
     grouped: dict[str, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
     for record in records:
         topic = normaliser.topic(record.topic)
-        if topic is None:
+        if topic is None or is_watermark(record):
             continue
         grouped[topic][normaliser.key(topic, record.key)].append(record)
     return grouped
+
+
+def _last_read_topics(grouped: Mapping[str, Mapping[str, Sequence[Record]]]) -> list[str]:
+    """The topics holding a read marked ``last`` (one, after a whole initial snapshot)."""
+    found = []
+    for topic, keys in grouped.items():
+        for records in keys.values():
+            for record in records:
+                if record.value is None or b'"last"' not in record.value:
+                    continue
+                payload = _payload_of(json.loads(record.value))
+                if isinstance(payload, dict) and (payload.get("source") or {}).get("snapshot") == "last":
+                    found.append(topic)
+    return sorted(found)
 
 
 def _diff(path: str, a: Any, b: Any) -> Iterator[tuple[str, Any, Any]]:
@@ -224,13 +274,22 @@ def compare(
     reference_prefix: str,
     compared_prefix: str,
     heartbeat_prefix: str = HEARTBEAT_PREFIX,
+    partitions: Mapping[str, int] | None = None,
 ) -> Comparison:
-    """Every difference between the compared connector's records and the reference's."""
+    """Every difference between the compared connector's records and the reference's.
+
+    ``partitions`` (topic → partition count, both sides' topics) lets keys that hold the prefix
+    (Connect schemas in the key) be checked against the partition Kafka's Java producer picks.
+    """
     left = _Normaliser(reference_prefix, heartbeat_prefix)
     right = _Normaliser(compared_prefix, heartbeat_prefix)
     a_topics = _group(reference, left)
     b_topics = _group(compared, right)
     result = Comparison(reference_prefix, compared_prefix)
+    if _last_read_topics(a_topics) != _last_read_topics(b_topics):
+        result.differences.append(
+            Difference("*", "*", 0, "snapshot 'last' read", _last_read_topics(a_topics), _last_read_topics(b_topics))
+        )
     for topic in sorted(set(a_topics) | set(b_topics)):
         a_keys, b_keys = a_topics.get(topic, {}), b_topics.get(topic, {})
         result.records[topic] = (sum(map(len, a_keys.values())), sum(map(len, b_keys.values())))
@@ -238,8 +297,15 @@ def compare(
             _compare_heartbeats(topic, a_keys, b_keys, left, right, result)
             continue
         for key in sorted(set(a_keys) | set(b_keys)):
-            _compare_key(topic, key, a_keys.get(key, []), b_keys.get(key, []), left, right, result)
+            _compare_key(topic, key, a_keys.get(key, []), b_keys.get(key, []), left, right, result, partitions or {})
     return result
+
+
+def _partition_of(record: Record, partitions: Mapping[str, int]) -> int | None:
+    count = partitions.get(record.topic)
+    if record.key is None or count is None:
+        return None
+    return default_partition(record.key, count)
 
 
 def _compare_key(
@@ -250,6 +316,7 @@ def _compare_key(
     left: _Normaliser,
     right: _Normaliser,
     result: Comparison,
+    partitions: Mapping[str, int],
 ) -> None:
     add = result.differences.append
     if len(a_records) != len(b_records):
@@ -257,8 +324,17 @@ def _compare_key(
     a_values = [left.value(topic, r.value) for r in a_records]
     b_values = [right.value(topic, r.value) for r in b_records]
     for index, (a, b) in enumerate(zip(a_records, b_records, strict=False)):
-        if a.partition != b.partition:
-            add(Difference(topic, key, index, "partition", a.partition, b.partition))
+        if a.key == b.key or not partitions:
+            if a.partition != b.partition:
+                add(Difference(topic, key, index, "partition", a.partition, b.partition))
+        else:  # the key bytes hold the prefix (schemas.enable): each side hashes its own key
+            expected = [_partition_of(r, partitions) for r in (a, b)]
+            if [a.partition, b.partition] != expected:
+                add(
+                    Difference(
+                        topic, key, index, "partition (murmur2 of the key)", expected, [a.partition, b.partition]
+                    )
+                )
         a_headers, b_headers = left.headers(a.headers), right.headers(b.headers)
         if a_headers != b_headers:
             add(Difference(topic, key, index, "headers", a_headers, b_headers))

@@ -27,6 +27,10 @@ ID_TYPE_BRACKETS: tuple[tuple[str, ...], ...] = (
     ("date",),
     ("timestamp",),
     ("regex",),
+    # After regex in MongoDB's order, before maxKey (not in the documented list, but valid _ids):
+    ("dbPointer",),
+    ("javascript",),
+    ("javascriptWithScope",),
     ("maxKey",),
 )
 

@@ -36,8 +36,9 @@ from pymongo.collection import Collection
 
 from mongocdc import __version__
 from mongocdc.engine.adoption import debezium_key, to_debezium
+from mongocdc.events.java import default_partition, java_hashmap_order
 from mongocdc.events.position import token_cluster_time
-from mongocdc.offsets.connect import connect_value, default_partition, java_hashmap_order
+from mongocdc.offsets.connect import connect_value
 from mongocdc.offsets.sqlite import SqliteOffsetStore
 from tests.integration.helpers import CliProcess, murmur2_partition, read_topic, run_cli, wait_until
 

@@ -24,7 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pymongo import MongoClient
 
 from mongocdc.engine.adoption import debezium_key
-from mongocdc.offsets.connect import default_partition
+from mongocdc.events.java import default_partition
 from mongocdc.offsets.kafka import KafkaOffsetStore
 from mongocdc.offsets.sqlite import SqliteOffsetStore
 from tests.integration.helpers import read_topic, run_cli

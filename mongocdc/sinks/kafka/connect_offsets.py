@@ -19,7 +19,8 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from mongocdc.errors import DeliveryError, MongocdcError, UnreachableError, UsageError
-from mongocdc.offsets.connect import DEFAULT_TOPIC, default_partition
+from mongocdc.events.java import default_partition
+from mongocdc.offsets.connect import DEFAULT_TOPIC
 from mongocdc.sinks.kafka.common import client_config, describe_error, raise_for_client_error
 
 _UNREACHABLE = (

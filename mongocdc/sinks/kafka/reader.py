@@ -66,13 +66,13 @@ class TopicReader:
             )
         return sorted(info.partitions)
 
-    def topics(self, timeout: float = 10.0) -> list[str]:
-        """Every topic name on the cluster, sorted."""
+    def topics(self, timeout: float = 10.0) -> dict[str, int]:
+        """Every topic on the cluster, sorted by name, with its partition count."""
         try:
             metadata = self._consumer.list_topics(timeout=timeout)
         except KafkaException as exc:
             raise_for_client_error(exc, self.bootstrap)
-        return sorted(metadata.topics)
+        return {name: len(metadata.topics[name].partitions) for name in sorted(metadata.topics)}
 
     def read(
         self,

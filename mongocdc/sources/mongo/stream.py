@@ -353,28 +353,38 @@ class MongoChangeStreamSource:
     def _convert(self, change: Mapping[str, Any]) -> Item:
         ns = change.get("ns") or {}
         if self._signal_ns is not None and (ns.get("db"), ns.get("coll")) == self._signal_ns:
-            # The signal collection is read whatever the include lists say, and never written to Kafka.
+            # The signal collection is read whatever the include lists say; its changes are written to
+            # Kafka only when the include lists capture it, as Debezium does.
             document = change.get("fullDocument")
             key = change.get("documentKey")
+            data = self._convert_data(change) if self._is_included(self._signal_ns) else None
             return SignalChange(
                 str(change.get("operationType")),
                 _inflate(document),
                 _inflate(key).get("_id") if key is not None else None,
                 position_of(change),
+                data.event if isinstance(data, StreamedChange) else None,
             )
-        try:
-            item = convert_change(change, rs=self._rs, transforms=self._transforms)
-        except MalformedChangeError as exc:
-            raise UnreachableError(f"MongoDB returned a change event mongocdc cannot read: {exc}") from exc
-        if isinstance(item, StreamedChange) and self._include is not None:
+        item = self._convert_data(change)
+        if isinstance(item, StreamedChange):
             src = item.event.source
-            namespace = (src.db, src.collection)
-            included = self._included.get(namespace)
-            if included is None:  # the include/exclude regexes run once per namespace
-                included = self._included[namespace] = self._include(*namespace)
-            if not included:
+            if not self._is_included((src.db, src.collection)):
                 return Idle(item.position)
         return item
+
+    def _convert_data(self, change: Mapping[str, Any]) -> StreamedChange | ControlChange:
+        try:
+            return convert_change(change, rs=self._rs, transforms=self._transforms)
+        except MalformedChangeError as exc:
+            raise UnreachableError(f"MongoDB returned a change event mongocdc cannot read: {exc}") from exc
+
+    def _is_included(self, namespace: tuple[str, str]) -> bool:
+        if self._include is None:
+            return True
+        included = self._included.get(namespace)
+        if included is None:  # the include/exclude regexes run once per namespace
+            included = self._included[namespace] = self._include(*namespace)
+        return included
 
     def _idle_position(self) -> Position:
         assert self._stream is not None

@@ -73,11 +73,12 @@ def test_every_id_type_has_its_bracket(value: Any, bracket: str) -> None:
     assert bracket in ID_TYPE_BRACKETS[id_bracket(value)]
 
 
-def test_ids_the_walk_cannot_reach_are_refused() -> None:
+def test_javascript_ids_have_their_brackets_and_arrays_are_refused() -> None:
     from bson.code import Code
 
-    with pytest.raises(ValueError, match="javascript"):
-        id_bracket(Code("x"))
+    assert ID_TYPE_BRACKETS[id_bracket(Code("x"))] == ("javascript",)
+    assert ID_TYPE_BRACKETS[id_bracket(Code("x", {"a": 1}))] == ("javascriptWithScope",)
+    assert id_bracket(Code("x")) < id_bracket(MaxKey())
     with pytest.raises(ValueError, match="no BSON type bracket"):
         id_bracket([1, 2])
 
@@ -360,7 +361,7 @@ def test_offset_round_trip(state: IncrementalSnapshotState) -> None:
         ({"collections": "shop.orders"}, "'collections' has the wrong type"),
         ({"collections": [1]}, "'collections' must hold strings"),
         ({"bracket": True}, "'bracket' has the wrong type: True"),
-        ({"bracket": 12}, "'bracket' 12 is not a type bracket"),
+        ({"bracket": 15}, "'bracket' 15 is not a type bracket"),
         ({"last_key": '{"$numberInt": "x"}'}, "'last_key' is not extended JSON"),
         ({"maximum_key": 5}, "'maximum_key' has the wrong type: 5"),
         ({"conditions": {NS: 1}}, "condition of 'shop.orders' is not text"),

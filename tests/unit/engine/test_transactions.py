@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from mongocdc.engine.transactions import TransactionRecord, TransactionTracker
 from mongocdc.events.changes import StreamedChange, convert_change
 from mongocdc.events.envelope import EnvelopeCodec, value_payload
+from mongocdc.events.java import java_hashmap_order
 from mongocdc.events.model import ChangeEvent, Op, SourceInfo, TransactionBlock
-from mongocdc.offsets.connect import java_hashmap_order
 
 RECORDED = Path(__file__).parent.parent / "events" / "recorded" / "transactions.jsonl"
 # Debezium's transaction id: the lsid document as strict JSON, ":", the txnNumber.

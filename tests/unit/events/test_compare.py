@@ -74,3 +74,32 @@ def test_other_connectors_topics_are_ignored_and_headers_compared() -> None:
     assert compare(a, b, reference_prefix="dbz", compared_prefix="mc").identical
     result = compare(a, [Record("mc.d.c", 0, b"k", b"{}")], reference_prefix="dbz", compared_prefix="mc")
     assert [d.where for d in result.differences] == ["headers"]
+
+
+def test_watermarks_incremental_positions_and_the_last_reads_key_are_the_connectors_own() -> None:
+    window = b'{"id":"\\"6b45f320-32f9-435a-b6f4-8fda3eb689db-open\\""}'
+    a = [
+        Record("dbz.d.sig", 0, window, _value("dbz", after='{"type": "snapshot-window-open"}')),
+        _record("dbz", _value("dbz", op="r", snapshot="incremental", ord=22, ts_ms=1000)),
+        Record("dbz.d.c", 0, b'{"id":"2"}', _value("dbz", op="r", snapshot="last", ord=-1)),
+        Record("dbz.d.c", 0, b'{"id":"3"}', _value("dbz", op="r", snapshot="true", ord=-1)),
+    ]
+    b = [
+        _record("mc", _value("mc", op="r", snapshot="incremental", ord=7, ts_ms=2000)),
+        Record("mc.d.c", 0, b'{"id":"2"}', _value("mc", op="r", snapshot="true", ord=-1)),
+        Record("mc.d.c", 0, b'{"id":"3"}', _value("mc", op="r", snapshot="last", ord=-1)),
+    ]
+    assert compare(a, b, reference_prefix="dbz", compared_prefix="mc").identical
+    b[2] = Record("mc.d.other", 0, b'{"id":"3"}', _value("mc", op="r", snapshot="last", ord=-1))
+    wheres = {d.where for d in compare(a, b, reference_prefix="dbz", compared_prefix="mc").differences}
+    assert "snapshot 'last' read" in wheres
+
+
+def test_transaction_records_are_compared_with_their_times() -> None:
+    def txn(prefix: str, ts_ms: int) -> Record:
+        value = {"status": "END", "id": "x:1", "event_count": 1, "data_collections": [], "ts_ms": ts_ms}
+        return Record(f"{prefix}.transaction", 1, b'{"id":"x:1"}', json.dumps(value).encode())
+
+    assert compare([txn("dbz", 5)], [txn("mc", 5)], reference_prefix="dbz", compared_prefix="mc").identical
+    result = compare([txn("dbz", 5)], [txn("mc", 6)], reference_prefix="dbz", compared_prefix="mc")
+    assert [d.where for d in result.differences] == ["ts_ms"]

@@ -27,8 +27,8 @@ from mongocdc.engine.transactions import TransactionTracker
 from mongocdc.events.changes import StreamedChange, convert_change
 from mongocdc.events.codec import document_to_json, value_to_json
 from mongocdc.events.envelope import CONTEXT_HEADER_PREFIX, EnvelopeCodec, heartbeat_record
+from mongocdc.events.java import default_partition
 from mongocdc.events.model import ChangeEvent, Op
-from mongocdc.offsets.connect import default_partition
 
 RECORDED = Path(__file__).parent / "recorded" / "debezium"
 PREFIX = "dbz"

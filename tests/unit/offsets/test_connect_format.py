@@ -29,16 +29,13 @@ from hypothesis import strategies as st
 
 from mongocdc.engine.adoption import debezium_key, from_debezium, to_debezium
 from mongocdc.engine.incremental import IncrementalSnapshotState
+from mongocdc.events.java import default_partition, java_hashmap_order, java_string_hash, murmur2
 from mongocdc.offsets.connect import (
     connect_value,
     decode_offsets_file,
-    default_partition,
     encode_offsets_file,
     jackson_json,
-    java_hashmap_order,
-    java_string_hash,
     live_offsets,
-    murmur2,
     parse_connect_key,
 )
 

@@ -20,7 +20,8 @@ import pytest
 from mongocdc.engine.adoption import debezium_key, debezium_lsid, from_debezium, to_debezium
 from mongocdc.engine.incremental import IncrementalSnapshotState
 from mongocdc.errors import UsageError
-from mongocdc.offsets.connect import connect_value, default_partition, java_hashmap_order, live_offsets
+from mongocdc.events.java import default_partition, java_hashmap_order
+from mongocdc.offsets.connect import connect_value, live_offsets
 
 RECORDED = Path(__file__).parent / "recorded" / "debezium_offsets_topic.jsonl"
 RECORDS = [json.loads(line) for line in RECORDED.read_text().splitlines() if line.strip()]

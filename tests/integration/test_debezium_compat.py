@@ -1,0 +1,210 @@
+"""Debezium itself is the oracle: the real connector and mongocdc capture the same workload, side by side.
+
+Debezium 3.6.1.Final runs in Kafka Connect (``tests/services/connect.py``) next to two
+``mongocdc stream`` processes, on one MongoDB test server and the suite's broker: one pair with the
+JsonConverter's ``schemas.enable=false`` and one with ``true``, each connector with its own topic
+prefix and signal collection. The workload (``tests/services/record_debezium.py``) covers every
+BSON and ``_id`` type, every update form (operators, pipelines, truncated arrays), replace, delete,
+transactions over two collections, an initial snapshot and an incremental snapshot. Every topic of
+each pair is then compared record by record with ``mongocdc.events.compare`` (``mongocdc topic
+compare`` does the same for a user's own deployment): keys byte for byte, partitions, every value
+field, headers, tombstones, the transaction and heartbeat topics. Nothing may differ but what
+``compare`` documents as the connector's own (prefix, version, wall-clock times, watermarks).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pymongo
+import pytest
+from bson.raw_bson import RawBSONDocument
+
+from mongocdc.events.compare import Comparison, Record, compare
+from tests.integration.helpers import CliProcess, run_cli
+from tests.services import record_debezium as rec
+from tests.services.connect import KafkaConnect
+
+pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+PAIRS = {False: ("dbzf", "mcf"), True: ("dbzt", "mct")}
+WAIT_S = 120.0
+
+
+def _settings(prefix: str, mongo_uri: str) -> dict[str, str]:
+    """The Debezium connector's configuration; mongocdc is given the same properties."""
+    config = rec.connector_config(mongo_uri)
+    config.update(
+        {
+            "topic.prefix": prefix,
+            "signal.data.collection": f"{rec.DB}.signals_{prefix}",
+        }
+    )
+    return config
+
+
+def _count(reader: rec.TopicReader, prefix: str) -> int:
+    return reader.count(lambda name: name.startswith(prefix + ".") and name != f"{prefix}.transaction")
+
+
+def _wait(condition: Any, what: str, explain: Any = None) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}" + (f": {explain()}" if explain else ""))
+        time.sleep(0.1)
+
+
+def _mongocdc(tmp: Path, prefix: str, mongo_uri: str, bootstrap: str, schemas: bool) -> CliProcess:
+    settings: dict[str, Any] = {
+        key: value for key, value in _settings(prefix, mongo_uri).items() if not key.startswith("topic.creation.")
+    }
+    settings.update(
+        {
+            "name": prefix,
+            "key.converter": JSON_CONVERTER,
+            "value.converter": JSON_CONVERTER,
+            "key.converter.schemas.enable": str(schemas).lower(),
+            "value.converter.schemas.enable": str(schemas).lower(),
+            "offset.storage.file.filename": str(tmp / f"{prefix}.db"),
+            "offset.flush.interval.ms": "200",
+            "kafka.bootstrap.servers": bootstrap,
+        }
+    )
+    path = tmp / f"{prefix}.properties"
+    path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+    return CliProcess("--config", str(path), "stream")
+
+
+def _records(reader: rec.TopicReader, prefix: str) -> list[Record]:
+    names = [
+        name for name in reader.topics() if name.startswith(prefix + ".") or name == f"__debezium-heartbeat.{prefix}"
+    ]
+    return [Record(r.topic, r.partition, r.key, r.value, tuple(r.headers)) for r in reader.read(names)]
+
+
+@pytest.fixture(scope="module")
+def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) -> Iterator[dict[bool, Comparison]]:
+    tmp = tmp_path_factory.mktemp("compat")
+    with rec.SecantusServer(data_dir=tmp / "mongo") as mongo:
+        client: pymongo.MongoClient[RawBSONDocument] = pymongo.MongoClient(
+            mongo.uri, document_class=RawBSONDocument, uuidRepresentation="standard"
+        )
+        work = rec.Workload(client)
+        rec.prepare(work)
+        for dbz, mc in PAIRS.values():
+            for prefix in (dbz, mc):
+                work.create(f"signals_{prefix}")
+        snapshot_records = work.expected_records
+        reader = rec.TopicReader(kafka_bootstrap)
+        connect = KafkaConnect(kafka_bootstrap, mode="standalone", schemas_enable=False)
+        streams: list[CliProcess] = []
+        try:
+            connect.start()
+            for schemas, (dbz, mc) in PAIRS.items():
+                config = _settings(dbz, mongo.uri)
+                config.update(
+                    {
+                        "key.converter": JSON_CONVERTER,
+                        "value.converter": JSON_CONVERTER,
+                        "key.converter.schemas.enable": str(schemas).lower(),
+                        "value.converter.schemas.enable": str(schemas).lower(),
+                    }
+                )
+                connect.create_connector(dbz, config)
+                streams.append(_mongocdc(tmp, mc, mongo.uri, kafka_bootstrap, schemas))
+            for dbz, _ in PAIRS.values():
+                connect.wait_until_running(dbz)
+            prefixes = [p for pair in PAIRS.values() for p in pair]
+
+            def counts() -> str:
+                states = {p: _count(reader, p) for p in prefixes}
+                return f"records per prefix {states}; " + " | ".join(s.stderr[-1500:] for s in streams)
+
+            _wait(
+                lambda: all(_count(reader, p) >= snapshot_records for p in prefixes),
+                f"the initial snapshots ({snapshot_records} records)",
+                counts,
+            )
+
+            work.phase = "stream"
+
+            def settle() -> None:
+                wanted = work.expected_records
+                _wait(lambda: all(_count(reader, p) >= wanted for p in prefixes), f"{wanted} records", counts)
+
+            rec.stream(work, settle)
+
+            # An incremental snapshot of a collection Debezium 3.6.1 can chunk (int32 _ids only).
+            for prefix in prefixes:
+                signal_doc = {
+                    "_id": f"incremental-{prefix}",
+                    "type": "execute-snapshot",
+                    "data": {"data-collections": [f"{rec.DB}.customers"], "type": "incremental"},
+                }
+                client[rec.DB][f"signals_{prefix}"].insert_one(signal_doc)
+
+            def incremental_done(prefix: str) -> bool:
+                reads = [
+                    r
+                    for r in _records(reader, prefix)
+                    if r.topic == f"{prefix}.{rec.DB}.customers" and r.value and b'"incremental"' in r.value
+                ]
+                return len(reads) == 2
+
+            _wait(lambda: all(incremental_done(p) for p in prefixes), "the incremental snapshots", counts)
+            _wait(
+                lambda: all(reader.count(lambda n, p=p: n == f"__debezium-heartbeat.{p}") > 0 for p in prefixes),
+                "heartbeats",
+            )
+        finally:
+            for process in streams:
+                assert process.stop(signal.SIGTERM) == 0, process.stderr
+            connect.stop()
+        result = {
+            schemas: compare(
+                _records(reader, dbz),
+                _records(reader, mc),
+                reference_prefix=dbz,
+                compared_prefix=mc,
+                partitions=reader.topics(),
+            )
+            for schemas, (dbz, mc) in PAIRS.items()
+        }
+        reader.close()
+        client.close()
+        yield result
+
+
+@pytest.mark.parametrize("schemas", [False, True], ids=["schemas.enable=false", "schemas.enable=true"])
+def test_mongocdc_writes_what_debezium_writes(comparisons: dict[bool, Comparison], schemas: bool) -> None:
+    result = comparisons[schemas]
+    differences = [d.describe() for d in result.differences]
+    assert differences == [], "\n".join(differences)
+    # the comparison saw every kind of record
+    topics = result.records
+    assert topics[f"<prefix>.{rec.DB}.types"][0] > 20
+    assert topics["<prefix>.transaction"] == (4, 4)  # BEGIN and END of two transactions
+    assert topics["__debezium-heartbeat.<prefix>"][1] > 0
+    assert sum(a for a, _ in topics.values()) > 120
+
+
+def test_topic_compare_reports_the_same_from_the_command_line(
+    comparisons: dict[bool, Comparison], kafka_bootstrap: str
+) -> None:
+    dbz, mc = PAIRS[False]
+    result = run_cli(
+        "topic", "compare", dbz, "--prefix", mc, "--bootstrap-servers", kafka_bootstrap, "--output", "json"
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    report = json.loads(result.stdout)
+    assert report["identical"] is True
+    assert report["records"] == {
+        topic: {"reference": a, "compared": b} for topic, (a, b) in comparisons[False].records.items()
+    }
