@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -284,6 +285,8 @@ def connector(
         if settings.mongodb_connection_mode == "replica_set":
             shards = shards_behind(seed)
 
+        task_ids = itertools.count()
+
         def task_for(client: Any, rs: str | None, partition: str, watch: Any) -> ConnectorTask:
             return connector_task(
                 settings,
@@ -293,7 +296,7 @@ def connector(
                 watch,
                 sink=sink,
                 store=store,
-                envelope=envelope,
+                envelope=envelope.for_task(next(task_ids)),  # the taskId header
                 stop=stop,
                 on_status=on_status,
                 on_progress=on_progress,
@@ -409,6 +412,7 @@ def connector_task(
                     if settings.provide_transaction_metadata
                     else ""
                 ),
+                transaction_idle_end_ms=settings.transaction_end_idle_ms or None,
             ),
             rs=rs,
             snapshot_mode=settings.snapshot_mode,

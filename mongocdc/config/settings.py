@@ -668,6 +668,14 @@ class Settings:
         "Add a transaction block to events written in a multi-document transaction and emit BEGIN and END "
         "markers to the transaction topic.",
     )
+    transaction_end_idle_ms: int = setting(
+        "transaction.end.idle.ms",
+        _NON_NEGATIVE,
+        0,
+        "mongocdc only: end an open transaction (its END record) after the change stream was idle this many "
+        "milliseconds, or at a control event such as `drop`, instead of when the next change arrives; 0 (the "
+        "default) is Debezium's behaviour. END then carries the transaction's last `source.ts_ms`.",
+    )
     topic_transaction: str = setting(
         "topic.transaction",
         _STRING,

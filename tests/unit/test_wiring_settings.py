@@ -114,6 +114,27 @@ def test_the_task_gets_the_delays_and_the_start_time() -> None:
     assert (task.options.snapshot_delay_s, task.options.streaming_delay_s) == (1.5, 2.5)
     assert task.options.start_at == Position(5, 0)
     assert task.options.stream.heartbeat_topic == "hb"
+    assert task.options.stream.transaction_idle_end_ms is None  # END when the next change comes, as Debezium
+
+
+def test_transaction_end_idle_ms_ends_transactions_on_idle() -> None:
+    loaded = settings(**{"transaction.end.idle.ms": 750, "provide.transaction.metadata": True})
+    task = wiring.connector_task(
+        loaded,
+        NoClient(),
+        "rs0",
+        "rs0",
+        None,
+        sink=object(),
+        store=MemoryOffsetStore(),
+        envelope=EnvelopeCodec("app"),
+        stop=threading.Event(),
+        on_status=None,
+        on_progress=None,
+        metrics=None,  # type: ignore[arg-type]
+    )
+    assert task.options.stream.transaction_idle_end_ms == 750
+    assert task.options.stream.transaction_topic == "app.transaction"
 
 
 def test_literal_filters_match_exact_names_only() -> None:
