@@ -1,8 +1,7 @@
 """The error tree of mongocdc.
 
 Engine code raises these; ``mongocdc.cli`` is the one place that turns them
-into a printed message, a hint and a process exit code (see DESIGN.md,
-"Failure handling").
+into a printed message, a hint and a process exit code (the README's exit-code table).
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Process exit codes, exactly as documented in DESIGN.md and the README."""
+    """Process exit codes, exactly as documented in the README."""
 
     OK = 0
     UNEXPECTED = 1

@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(argv: list[str]) -> int:
-    """Run the command line and return its exit code (the mapping of DESIGN.md, "Failure handling")."""
+    """Run the command line and return its exit code (the README's exit-code table)."""
     show_traceback = _wants_traceback(argv)
     try:
         result = app(args=argv, prog_name="mongocdc", standalone_mode=False)

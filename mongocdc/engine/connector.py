@@ -291,7 +291,7 @@ class ConnectorGroup:
     """Several source partitions (one per shard replica set), each task on its own thread.
 
     ``tasks.max`` groups the replica sets into tasks for reporting; every replica set
-    still streams on its own thread, as DESIGN.md says. ``poll_new`` (called every
+    still streams on its own thread, as docs/ARCHITECTURE.md says. ``poll_new`` (called every
     ``poll_interval_s``) returns tasks for shards added since the start, which join
     the running ones. The first failure stops every task (after each commits what
     Kafka acknowledged) and is raised.

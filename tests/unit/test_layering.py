@@ -1,4 +1,4 @@
-"""Each third-party library is imported in one area only, and dependencies point one way (DESIGN.md)."""
+"""Each third-party library is imported in one area only, and dependencies point one way (docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
