@@ -16,6 +16,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from mongocdc.events.java import default_partition
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -180,29 +182,7 @@ def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout: flo
 
 def murmur2_partition(key: bytes, partitions: int) -> int:
     """The Java client's default partition for a key: toPositive(murmur2(key)) % partitions."""
-    seed, m, r = 0x9747B28C, 0x5BD1E995, 24
-    length = len(key)
-    h = (seed ^ length) & 0xFFFFFFFF
-    for i in range(0, length - length % 4, 4):
-        k = int.from_bytes(key[i : i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = (h * m) & 0xFFFFFFFF
-        h ^= k
-    tail = length % 4
-    base = length - tail
-    if tail == 3:
-        h ^= key[base + 2] << 16
-    if tail >= 2:
-        h ^= key[base + 1] << 8
-    if tail >= 1:
-        h ^= key[base]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return (h & 0x7FFFFFFF) % partitions
+    return default_partition(key, partitions)
 
 
 def decode(msg: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:

@@ -87,6 +87,24 @@ def test_a_start_op_time_without_seconds_is_refused() -> None:
         settings(**{"capture.start.op.time": 12})
 
 
+def task_of(loaded: Any) -> Any:
+    """The connector task ``wiring`` builds from ``loaded``, on a client it must not call."""
+    return wiring.connector_task(
+        loaded,
+        NoClient(),
+        "rs0",
+        "rs0",
+        None,
+        sink=object(),
+        store=MemoryOffsetStore(),
+        envelope=EnvelopeCodec("app"),
+        stop=threading.Event(),
+        on_status=None,
+        on_progress=None,
+        metrics=None,  # type: ignore[arg-type]
+    )
+
+
 def test_the_task_gets_the_delays_and_the_start_time() -> None:
     loaded = settings(
         **{
@@ -97,20 +115,7 @@ def test_the_task_gets_the_delays_and_the_start_time() -> None:
             "snapshot.fetch.size": 0,
         }
     )
-    task = wiring.connector_task(
-        loaded,
-        NoClient(),
-        "rs0",
-        "rs0",
-        None,
-        sink=object(),
-        store=MemoryOffsetStore(),
-        envelope=EnvelopeCodec("app"),
-        stop=threading.Event(),
-        on_status=None,
-        on_progress=None,
-        metrics=None,  # type: ignore[arg-type]
-    )
+    task = task_of(loaded)
     assert (task.options.snapshot_delay_s, task.options.streaming_delay_s) == (1.5, 2.5)
     assert task.options.start_at == Position(5, 0)
     assert task.options.stream.heartbeat_topic == "hb"
@@ -119,20 +124,7 @@ def test_the_task_gets_the_delays_and_the_start_time() -> None:
 
 def test_transaction_end_idle_ms_ends_transactions_on_idle() -> None:
     loaded = settings(**{"transaction.end.idle.ms": 750, "provide.transaction.metadata": True})
-    task = wiring.connector_task(
-        loaded,
-        NoClient(),
-        "rs0",
-        "rs0",
-        None,
-        sink=object(),
-        store=MemoryOffsetStore(),
-        envelope=EnvelopeCodec("app"),
-        stop=threading.Event(),
-        on_status=None,
-        on_progress=None,
-        metrics=None,  # type: ignore[arg-type]
-    )
+    task = task_of(loaded)
     assert task.options.stream.transaction_idle_end_ms == 750
     assert task.options.stream.transaction_topic == "app.transaction"
 
