@@ -175,9 +175,27 @@ def test_stream_stop_resume_delivers_every_change_exactly_once(
     assert json_util.loads(replace["after"]) == {"_id": oid, "name": "George W"}
 
 
+SOURCE_FIELDS = [
+    "version",
+    "connector",
+    "name",
+    "ts_ms",
+    "snapshot",
+    "db",
+    "sequence",
+    "ts_us",
+    "ts_ns",
+    "collection",
+    "ord",
+    "lsid",
+    "txnNumber",
+    "wallTime",
+]
+
+
 def check_envelope(topic: str, value: dict[str, Any], prefix: str, db_name: str) -> None:
-    """Every field of EVENT_FORMAT.md's value table and source block."""
-    assert set(value) >= {"op", "after", "before", "updateDescription", "source", "ts_ms", "transaction"}
+    """Every field of the value and its source block, in Debezium 3.6.1's order (no `rs`, no top-level ts_us)."""
+    assert list(value) == ["before", "after", "updateDescription", "source", "op", "ts_ms", "transaction"]
     op = value["op"]
     assert op in ("c", "u", "d")
     assert isinstance(value["ts_ms"], int) and value["ts_ms"] > 1_600_000_000_000
@@ -197,7 +215,10 @@ def check_envelope(topic: str, value: dict[str, Any], prefix: str, db_name: str)
     assert isinstance(source["ord"], int) and source["ord"] >= 0
     assert isinstance(source["ts_ms"], int) and source["ts_ms"] > 1_600_000_000_000
     assert source["lsid"] is None and source["txnNumber"] is None
-    assert "rs" in source and "wallTime" in source
+    assert list(source) == SOURCE_FIELDS
+    assert source["sequence"] is None
+    assert source["ts_us"] == source["ts_ms"] * 1000 and source["ts_ns"] == source["ts_ms"] * 1_000_000
+    assert isinstance(source["wallTime"], int) and source["wallTime"] > 1_600_000_000_000
 
 
 def test_sigint_stops_gracefully_with_exit_130(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str) -> None:
