@@ -33,45 +33,23 @@ worker that exits cleanly speeds up later starts; ``MONGOCDC_TEST_KAFKA_CDS=0`` 
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import hashlib
+import functools
 import json
 import logging
-import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType, TracebackType
-from typing import IO, Any, Final, Literal, Self, TypeVar
-from xml.etree import ElementTree
+from typing import Any, Final, Literal, TypeVar
 
-from tests.services.kafka import (
-    JVM_OPTIONS,
-    KAFKA_VERSION,
-    SHARED_CACHE_ENV,
-    _file_lock,
-    _find_java,
-    _free_ports,
-    _kill,
-    _looks_like_cds_failure,
-    _properties_escape,
-    _read_tail,
-    _SharedArchive,
-    _tail,
-)
+from tests.services import jvm
+from tests.services.jvm import HOST, JVM_OPTIONS
+from tests.services.kafka import KAFKA_VERSION, KafkaServiceError
 
 __all__ = [
     "CACHE_ENV",
@@ -86,17 +64,11 @@ __all__ = [
     "main",
 ]
 
-log = logging.getLogger(__name__)
-
-REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 POM_FILE: Final = Path(__file__).with_name("connect-pom.xml")
 CACHE_ENV: Final = "MONGOCDC_TEST_CONNECT_CACHE"
 DEBEZIUM_MONGODB_CONNECTOR: Final = "io.debezium.connector.mongodb.MongoDbConnector"
 JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
 PLUGIN_NAME: Final = "debezium-connector-mongodb"
-_STAMP: Final = ".mongocdc-complete"
-_MAVEN_TIMEOUT_S: Final = 1800.0
-_HOST: Final = "127.0.0.1"
 _REST_TIMEOUT_S: Final = 30.0
 _POLL_S: Final = 0.05
 
@@ -106,25 +78,14 @@ CONNECT_JVM_OPTIONS: Final[tuple[str, ...]] = (*JVM_OPTIONS, "-Xmx768m")
 T = TypeVar("T")
 Mode = Literal["standalone", "distributed"]
 
+log = logging.getLogger(__name__)
+
 
 class ConnectServiceError(RuntimeError):
     """The Connect classpath could not be resolved, or the worker or a connector failed."""
 
 
-def _read_pom_properties() -> dict[str, str]:
-    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
-    root = ElementTree.parse(POM_FILE).getroot()
-    found: dict[str, str] = {}
-    for name in ("kafka.version", "debezium.version"):
-        node = root.find(f"m:properties/m:{name}", ns)
-        value = "" if node is None or node.text is None else node.text.strip()
-        if not value:
-            raise ConnectServiceError(f"{POM_FILE} has no <{name}> property")
-        found[name] = value
-    return found
-
-
-_POM_PROPERTIES: Final = _read_pom_properties()
+_POM_PROPERTIES: Final = jvm.pom_properties(POM_FILE, ["kafka.version", "debezium.version"], ConnectServiceError)
 CONNECT_KAFKA_VERSION: Final[str] = _POM_PROPERTIES["kafka.version"]
 """The Kafka Connect version the worker runs (``connect-pom.xml``; must be the broker's)."""
 DEBEZIUM_VERSION: Final[str] = _POM_PROPERTIES["debezium.version"]
@@ -158,68 +119,27 @@ class ConnectDistribution:
 
 def connect_cache_root(cache_dir: Path | None = None) -> Path:
     """The directory under which ``<versions>/dist`` caches are kept."""
-    if cache_dir is not None:
-        return cache_dir.expanduser().resolve()
-    env = os.environ.get(CACHE_ENV, "").strip()
-    if env:
-        return Path(env).expanduser().resolve()
-    shared = os.environ.get(SHARED_CACHE_ENV, "").strip()
-    if shared:
-        return Path(shared).expanduser().resolve() / "connect"
-    return REPO_ROOT / ".cache" / "connect"
-
-
-def _pom_digest() -> str:
-    return hashlib.sha256(POM_FILE.read_bytes()).hexdigest()
-
-
-def _is_complete(home: Path, digest: str) -> bool:
-    try:
-        stamp = (home / _STAMP).read_text(encoding="utf-8").strip()
-    except OSError:
-        return False
-    dist = ConnectDistribution(home)
-    return (
-        stamp == digest
-        and (dist.lib / f"connect-runtime-{CONNECT_KAFKA_VERSION}.jar").is_file()
-        and (dist.debezium_dir / f"{PLUGIN_NAME}-{DEBEZIUM_VERSION}.jar").is_file()
-    )
+    return jvm.cache_root(cache_dir, CACHE_ENV, "connect")
 
 
 def _run_maven(profile: str, output_dir: Path) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ConnectServiceError("Maven ('mvn') is not on PATH; it is needed to fetch Kafka Connect and Debezium")
-    command = [
-        mvn,
-        "-q",
-        "-B",
-        "-Dstyle.color=never",
-        "-f",
-        str(POM_FILE),
-        "-P",
-        profile,
-        "dependency:copy-dependencies",
-        "-DincludeScope=runtime",
-        f"-DoutputDirectory={output_dir}",
-    ]
-    try:
-        result = subprocess.run(
-            command,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=_MAVEN_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise ConnectServiceError(f"Maven did not finish within {_MAVEN_TIMEOUT_S:.0f}s") from exc
-    if result.returncode != 0:
-        raise ConnectServiceError(
+    jvm.run_maven(
+        POM_FILE,
+        output_dir,
+        profile=profile,
+        fetching="Kafka Connect and Debezium",
+        failed=lambda code: (
             f"Maven failed to resolve the {profile!r} profile of {POM_FILE.name} (Kafka Connect "
-            f"{CONNECT_KAFKA_VERSION}, Debezium {DEBEZIUM_VERSION}; exit {result.returncode}):\n"
-            + _tail(result.stdout + result.stderr)
-        )
+            f"{CONNECT_KAFKA_VERSION}, Debezium {DEBEZIUM_VERSION}; exit {code}):"
+        ),
+        error=ConnectServiceError,
+    )
+
+
+def _fill(home: Path) -> None:
+    staged = ConnectDistribution(home)
+    _run_maven("worker", staged.lib)
+    _run_maven("plugin", staged.debezium_dir)
 
 
 def ensure_connect_dist(cache_dir: Path | None = None) -> ConnectDistribution:
@@ -238,45 +158,18 @@ def ensure_connect_dist(cache_dir: Path | None = None) -> ConnectDistribution:
             f"(kafka-pom.xml) runs {KAFKA_VERSION}: keep them equal"
         )
     version_dir = connect_cache_root(cache_dir) / f"{CONNECT_KAFKA_VERSION}-debezium-{DEBEZIUM_VERSION}"
-    home = version_dir / "dist"
-    digest = _pom_digest()
-    if _is_complete(home, digest):
-        return ConnectDistribution(home)
-
-    version_dir.mkdir(parents=True, exist_ok=True)
-    with _file_lock(version_dir / ".lock"):
-        if _is_complete(home, digest):  # another process finished while we waited
-            return ConnectDistribution(home)
-        for stale in [*version_dir.glob("dist.tmp-*"), *version_dir.glob("dist.old-*")]:
-            shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted run
-        started = time.monotonic()
-        log.info(
-            "Resolving Kafka Connect %s and Debezium %s with Maven into %s (once)",
-            CONNECT_KAFKA_VERSION,
-            DEBEZIUM_VERSION,
-            home,
-        )
-        tmp = Path(tempfile.mkdtemp(prefix="dist.tmp-", dir=version_dir))
-        try:
-            staged = ConnectDistribution(tmp)
-            _run_maven("worker", staged.lib)
-            _run_maven("plugin", staged.debezium_dir)
-            (tmp / _STAMP).write_text(digest + "\n", encoding="utf-8")
-            if not _is_complete(tmp, digest):
-                raise ConnectServiceError(
-                    f"Maven copied no connect-runtime-{CONNECT_KAFKA_VERSION}.jar "
-                    f"or {PLUGIN_NAME}-{DEBEZIUM_VERSION}.jar"
-                )
-            if home.exists():  # resolved from an older connect-pom.xml
-                old = version_dir / f"dist.old-{uuid.uuid4().hex}"
-                home.rename(old)
-                tmp.rename(home)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                tmp.rename(home)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        log.info("Resolved Kafka Connect and Debezium in %.1fs", time.monotonic() - started)
+    relative = ConnectDistribution(Path())
+    home = jvm.resolve_once(
+        POM_FILE,
+        version_dir / "dist",
+        required=[
+            relative.lib / f"connect-runtime-{CONNECT_KAFKA_VERSION}.jar",
+            relative.debezium_dir / f"{PLUGIN_NAME}-{DEBEZIUM_VERSION}.jar",
+        ],
+        fill=_fill,
+        what=f"Kafka Connect {CONNECT_KAFKA_VERSION} and Debezium {DEBEZIUM_VERSION}",
+        error=ConnectServiceError,
+    )
     return ConnectDistribution(home)
 
 
@@ -288,7 +181,7 @@ class _PortInUse(ConnectServiceError):
     """Another process took the REST port between our probe and the worker's bind."""
 
 
-class KafkaConnect:
+class KafkaConnect(jvm.JvmService):
     """One Kafka Connect worker (standalone or single-worker distributed) on a loopback port.
 
     ``start()`` writes the worker's properties into a data directory (a temporary one unless
@@ -307,6 +200,17 @@ class KafkaConnect:
     output ``<data_dir>/logs/stdout.log``; every error raised carries the tail of both.
     """
 
+    _error = ConnectServiceError
+    _retry = _PortInUse  # also after a CDS failure: the archive is gone then
+    _port_in_use = _PortInUse
+    _what = "the Connect worker"
+    _name = "Connect"
+    _exited = "Kafka Connect exited with code {code}"
+    _log_name = "connect.log"
+    _temp_prefix = "mongocdc-connect-"
+    _base_jvm_options = CONNECT_JVM_OPTIONS
+    _deadline_per_attempt = True
+
     def __init__(
         self,
         bootstrap: str,
@@ -319,31 +223,18 @@ class KafkaConnect:
         dist: ConnectDistribution | None = None,
         startup_timeout: float = 120.0,
         stop_timeout: float = 60.0,
-        jvm_options: Sequence[str] = (),
         log_level: str = "INFO",
+        jvm_options: Sequence[str] = (),
     ) -> None:
         if mode not in ("standalone", "distributed"):
             raise ValueError(f"mode must be 'standalone' or 'distributed', not {mode!r}")
+        super().__init__(worker_config, data_dir, startup_timeout, stop_timeout, jvm_options, log_level)
         self.bootstrap = bootstrap
         self.mode: Mode = mode
         self.schemas_enable = schemas_enable
         self.group_id = group_id or f"mongocdc-connect-{uuid.uuid4().hex[:8]}"
-        self.startup_timeout = startup_timeout
-        self.stop_timeout = stop_timeout
-        self.startup_seconds: float | None = None
-        """Wall time the last successful ``start()`` took."""
-        self._extra_config = dict(worker_config or {})
         self._dist = dist
-        self._jvm_options = tuple(jvm_options)
-        self._log_level = log_level
-        self._given_data_dir = None if data_dir is None else data_dir.expanduser().resolve()
-        self._data_dir: Path | None = None
         self._port: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._proc_archive: _SharedArchive | None = None
-        self._output: IO[bytes] | None = None
-        self._proc_finalizer: weakref.finalize[[subprocess.Popen[bytes], float], KafkaConnect] | None = None
-        self._dir_finalizer: weakref.finalize[[Path, bool], KafkaConnect] | None = None
 
     # -- properties ------------------------------------------------------------------
 
@@ -356,18 +247,7 @@ class KafkaConnect:
     @property
     def rest_url(self) -> str:
         """``http://127.0.0.1:PORT`` of the worker's REST API (known once started)."""
-        return f"http://{_HOST}:{self.port}"
-
-    @property
-    def data_dir(self) -> Path:
-        if self._data_dir is None:
-            raise ConnectServiceError("the Connect worker has not been started")
-        return self._data_dir
-
-    @property
-    def log_path(self) -> Path:
-        """The worker's log4j log (``<data_dir>/logs/connect.log``)."""
-        return self.data_dir / "logs" / "connect.log"
+        return f"http://{HOST}:{self.port}"
 
     @property
     def offsets_file(self) -> Path:
@@ -386,55 +266,7 @@ class KafkaConnect:
     def status_topic(self) -> str:
         return self._extra_config.get("status.storage.topic", f"{self.group_id}-status")
 
-    @property
-    def pid(self) -> int | None:
-        return None if self._proc is None else self._proc.pid
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
     # -- lifecycle -------------------------------------------------------------------
-
-    def start(self) -> Self:
-        """Start the worker (if not running) and wait until its REST API reports it healthy.
-
-        Raises :class:`ConnectServiceError`, with the tail of the worker's logs, if it exits
-        or is not ready within ``startup_timeout`` seconds.
-        """
-        if self.running:
-            return self
-        self._halt()
-        started = time.monotonic()
-        dist = self._dist if self._dist is not None else ensure_connect_dist()
-        java = _find_java()
-        self._prepare_data_dir()
-        attempts = 3
-        for attempt in range(1, attempts + 1):
-            deadline = time.monotonic() + self.startup_timeout
-            try:
-                self._launch(java, dist)
-                self._wait_until_healthy(deadline)
-            except _PortInUse as exc:
-                self._halt()
-                self._port = None
-                if attempt == attempts:
-                    raise
-                log.info("Connect start attempt %d failed, retrying: %s", attempt, str(exc).splitlines()[0])
-            except BaseException:
-                self._halt()
-                raise
-            else:
-                self.startup_seconds = time.monotonic() - started
-                log.info(
-                    "Kafka Connect %s (%s) ready on %s in %.2fs",
-                    CONNECT_KAFKA_VERSION,
-                    self.mode,
-                    self.rest_url,
-                    self.startup_seconds,
-                )
-                return self
-        raise AssertionError("unreachable")
 
     def stop(self) -> bool:
         """Stop the worker gracefully (SIGTERM, then SIGKILL after ``stop_timeout``).
@@ -444,26 +276,8 @@ class KafkaConnect:
         """
         graceful = self._halt()
         self._port = None
-        if self._dir_finalizer is not None:
-            self._dir_finalizer()
-            self._dir_finalizer = None
-            self._data_dir = None
+        self._remove_temp_dir()
         return graceful
-
-    def __enter__(self) -> Self:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         where = self.rest_url if self._port is not None else "not started"
@@ -581,14 +395,6 @@ class KafkaConnect:
                 raise ConnectServiceError(f"timed out waiting for {what}\n{self.logs_tail()}")
             self._pause(_POLL_S)
 
-    def logs_tail(self) -> str:
-        if self._data_dir is None:
-            return "(no logs: the worker was never started)"
-        logs = self._data_dir / "logs"
-        stdout = _read_tail(logs / "stdout.log", 20)
-        worker = _read_tail(logs / "connect.log")
-        return f"--- {logs / 'stdout.log'} (tail) ---\n{stdout}\n--- {logs / 'connect.log'} (tail) ---\n{worker}"
-
     # -- internals -------------------------------------------------------------------
 
     def worker_properties(self) -> dict[str, str]:
@@ -606,10 +412,10 @@ class KafkaConnect:
             # reflective scan of every jar, which costs seconds at each start.
             "plugin.discovery": "service_load",
             "listeners": "",
-            "rest.advertised.host.name": _HOST,
+            "rest.advertised.host.name": HOST,
         }
         if self._port is not None:
-            props["listeners"] = f"http://{_HOST}:{self._port}"
+            props["listeners"] = f"http://{HOST}:{self._port}"
             props["rest.advertised.port"] = str(self._port)
         if self._dist is not None:
             props["plugin.path"] = str(self._dist.plugin_path)
@@ -632,116 +438,63 @@ class KafkaConnect:
         props.update(self._extra_config)
         return props
 
-    def _prepare_data_dir(self) -> None:
-        if self._data_dir is not None:
-            return
-        if self._given_data_dir is None:
-            self._data_dir = Path(tempfile.mkdtemp(prefix="mongocdc-connect-")).resolve()
-            self._dir_finalizer = weakref.finalize(self, shutil.rmtree, self._data_dir, True)
-        else:
-            self._data_dir = self._given_data_dir
-            self._data_dir.mkdir(parents=True, exist_ok=True)
+    def _prepare_start(self) -> Callable[[], None]:
+        dist = self._dist if self._dist is not None else ensure_connect_dist()
+        java = jvm.find_java(KafkaServiceError)  # the error the lookup shared with kafka.py always raised
+        self._prepare_data_dir()
+        return functools.partial(self._launch, java, dist)
+
+    def _prepare_retry(self, exc: Exception, *, last: bool) -> bool:
+        self._port = None
+        return not last
+
+    def _log_ready(self) -> None:
+        log.info(
+            "Kafka Connect %s (%s) ready on %s in %.2fs",
+            CONNECT_KAFKA_VERSION,
+            self.mode,
+            self.rest_url,
+            self.startup_seconds,
+        )
 
     def _write_files(self, dist: ConnectDistribution) -> Path:
-        logs = self.data_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
         self._dist = dist
-        props = self.worker_properties()
-        lines = [f"{key}={_properties_escape(value)}" for key, value in props.items()]
-        (self.data_dir / "worker.properties").write_text("\n".join(lines) + "\n")
-        log4j = [
-            "status = error",
-            "appender.file.type = File",
-            "appender.file.name = FILE",
-            "appender.file.fileName = ${sys:kafka.logs.dir}/connect.log",
-            "appender.file.layout.type = PatternLayout",
-            "appender.file.layout.pattern = [%d] %p %X{connector.context}%m (%c:%L)%n",
-            f"rootLogger.level = {self._log_level}",
-            "rootLogger.appenderRef.file.ref = FILE",
-            # Quiet the chattiest INFO loggers (every client's full config dump, Jetty, Reflections).
-            "logger.clients.name = org.apache.kafka.clients",
-            "logger.clients.level = WARN",
-            "logger.common.name = org.apache.kafka.common",
-            "logger.common.level = WARN",
-            "logger.jetty.name = org.eclipse.jetty",
-            "logger.jetty.level = WARN",
-            "logger.mongo.name = org.mongodb.driver",
-            "logger.mongo.level = WARN",
-        ]
-        (self.data_dir / "log4j2.properties").write_text("\n".join(log4j) + "\n")
-        return logs
+        return self._write_config(
+            "worker.properties",
+            self.worker_properties(),
+            "[%d] %p %X{connector.context}%m (%c:%L)%n",
+            [
+                # Quiet the chattiest INFO loggers (every client's full config dump, Jetty, Reflections).
+                "logger.clients.name = org.apache.kafka.clients",
+                "logger.clients.level = WARN",
+                "logger.common.name = org.apache.kafka.common",
+                "logger.common.level = WARN",
+                "logger.jetty.name = org.eclipse.jetty",
+                "logger.jetty.level = WARN",
+                "logger.mongo.name = org.mongodb.driver",
+                "logger.mongo.level = WARN",
+            ],
+        )
 
     def _launch(self, java: str, dist: ConnectDistribution) -> None:
         if self._port is None:
-            (self._port,) = _free_ports(1)
-        logs = self._write_files(dist)
+            (self._port,) = jvm.free_ports(1)
+        self._write_files(dist)
         main = (
             "org.apache.kafka.connect.cli.ConnectStandalone"
             if self.mode == "standalone"
             else "org.apache.kafka.connect.cli.ConnectDistributed"
         )
-        jvm = [java, *CONNECT_JVM_OPTIONS, *self._jvm_options, "-cp", str(dist.lib / "*"), main]
-        archive = _SharedArchive(jvm, dist.home)
-        command = [
-            *jvm[:-3],
-            *archive.jvm_options(),
-            f"-Dkafka.logs.dir={logs}",
-            f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
-            *jvm[-3:],
-            str(self.data_dir / "worker.properties"),
-        ]
-        self._proc_archive = archive
-        self._output = (logs / "stdout.log").open("ab")
-        self._proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=self._output,
-            stderr=subprocess.STDOUT,
-            cwd=self.data_dir,
-            start_new_session=True,
-        )
-        self._proc_finalizer = weakref.finalize(self, _kill, self._proc, 5.0)
+        worker = str(self.data_dir / "worker.properties")
+        self._spawn(*self._java_command(java, dist.lib, dist.home, main, worker))
 
     def _halt(self) -> bool:
-        proc, self._proc = self._proc, None
-        graceful = True
-        if proc is not None:
-            graceful = _kill(proc, self.stop_timeout)
-            if self._proc_archive is not None:
-                self._proc_archive.finish(clean_exit=graceful and proc.returncode in (0, 143))
-            if not graceful:
-                log.warning("Kafka Connect did not stop within %.0fs and was killed", self.stop_timeout)
-        self._proc_archive = None
-        if self._proc_finalizer is not None:
-            self._proc_finalizer.detach()
-            self._proc_finalizer = None
-        if self._output is not None:
-            self._output.close()
-            self._output = None
+        graceful = super()._halt()
+        if not graceful:
+            log.warning("Kafka Connect did not stop within %.0fs and was killed", self.stop_timeout)
         return graceful
 
-    def _check_alive(self) -> None:
-        if self._proc is None:
-            raise ConnectServiceError("the Connect worker is not running")
-        code = self._proc.poll()
-        if code is None:
-            return
-        tail = self.logs_tail()
-        message = f"Kafka Connect exited with code {code}\n{tail}"
-        if "Address already in use" in tail:
-            raise _PortInUse(message)
-        archive = self._proc_archive
-        if archive is not None and _looks_like_cds_failure(code, tail) and archive.discard():
-            raise _PortInUse(message)  # retried like a port clash: the archive is gone now
-        raise ConnectServiceError(message)
-
-    def _pause(self, seconds: float) -> None:
-        """Wait up to ``seconds``, returning early if the worker process exits."""
-        if self._proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=seconds)
-
-    def _wait_until_healthy(self, deadline: float) -> None:
+    def _wait_until_ready(self, deadline: float) -> None:
         # GET /health (KIP-1017) answers 503 until the worker finished starting (a distributed
         # worker: joined its group and read the config topic), then 200.
         last = "no answer"
@@ -767,57 +520,35 @@ class KafkaConnect:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m tests.services.connect [--fetch-only]``; see the module docstring."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.services.connect",
-        description="Run a Kafka Connect worker with the Debezium MongoDB connector on its plugin "
-        "path, print its REST URL on stdout and stop it cleanly on SIGTERM/SIGINT.",
+    command = jvm.ServiceCommand(
+        "tests.services.connect",
+        "Run a Kafka Connect worker with the Debezium MongoDB connector on its plugin path, print its REST URL "
+        "on stdout and stop it cleanly on SIGTERM/SIGINT.",
+        fetch_help="only resolve the Connect classpath and the Debezium plugin into the cache (prints its directory)",
     )
-    parser.add_argument(
-        "--fetch-only",
-        action="store_true",
-        help="only resolve the Connect classpath and the Debezium plugin into the cache (prints its directory)",
-    )
+    parser = command.parser
     parser.add_argument("--bootstrap", help="the Kafka bootstrap servers (required unless --fetch-only)")
     parser.add_argument("--standalone", action="store_true", help="standalone mode (offsets in a file)")
     parser.add_argument("--schemas", action="store_true", help="JsonConverter schemas.enable=true")
     parser.add_argument("--data-dir", type=Path, help="keep the worker's files here (default: a temp dir)")
     parser.add_argument("--startup-timeout", type=float, default=120.0)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
-
-    stop_requested = threading.Event()
-    serving = False
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        if not serving:
-            raise SystemExit(128 + signum)
-        stop_requested.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
+    args = command.parse(argv)
     if args.fetch_only:
         print(ensure_connect_dist().home, flush=True)
         return 0
     if not args.bootstrap:
         parser.error("--bootstrap is required")
 
-    with KafkaConnect(
+    connect = KafkaConnect(
         args.bootstrap,
         mode="standalone" if args.standalone else "distributed",
         schemas_enable=args.schemas,
         data_dir=args.data_dir,
         startup_timeout=args.startup_timeout,
-    ) as connect:
-        serving = True
-        print(connect.rest_url, flush=True)
-        log.info("worker log %s", connect.log_path)
-        while not stop_requested.wait(timeout=1.0):
-            if not connect.running:
-                log.error("Kafka Connect exited unexpectedly; see %s", connect.log_path)
-                return 1
-        log.info("stopping Kafka Connect")
-    return 0
+    )
+    return command.serve(
+        connect, "Kafka Connect", address=lambda: connect.rest_url, details=lambda: f"worker log {connect.log_path}"
+    )
 
 
 if __name__ == "__main__":

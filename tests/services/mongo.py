@@ -40,11 +40,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import ClassVar, Self
 
 import pymongo
 import pymongo.errors
+
+from tests.services.jvm import StopOnExit, find_java
 
 __all__ = [
     "CANDIDATES",
@@ -120,13 +122,7 @@ def _distribution_version(distribution: str) -> str:
 
 
 def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
-    found = shutil.which("java")
-    if found is None:
-        raise InstallError("java not found on PATH (Java 17+ is needed)")
-    return found
+    return find_java(InstallError, "java not found on PATH (Java 17+ is needed)")
 
 
 def _install_java_artifacts(name: str, pom: Path, sources: list[Path]) -> Path:
@@ -191,7 +187,7 @@ def _install_java_artifacts(name: str, pom: Path, sources: list[Path]) -> Path:
     return target
 
 
-class MongoServer:
+class MongoServer(StopOnExit):
     """One MongoDB wire-protocol server process on a loopback port."""
 
     name: ClassVar[str]
@@ -299,14 +295,6 @@ class MongoServer:
     def __enter__(self) -> Self:
         self.start()
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} port={self._port} running={self.running}>"

@@ -61,12 +61,13 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, Self
 from urllib.parse import quote_plus
 
 import pymongo
 
+from tests.services.jvm import StopOnExit
 from tests.services.mongo import LOOPBACK, SecantusServer
 
 __all__ = ["CONFIG_REPL_SET", "NamedReplicaSetServer", "ShardedCluster"]
@@ -133,7 +134,7 @@ class NamedReplicaSetServer(SecantusServer):
         return f"<{type(self).__name__} {self.repl_set} port={self._port} running={self.running}>"
 
 
-class ShardedCluster:
+class ShardedCluster(StopOnExit):
     """A config server stand-in plus shard replica sets (see the module docstring for the limits).
 
     ``with ShardedCluster(shards=2, data_dir=tmp_path) as cluster:`` starts the
@@ -269,14 +270,6 @@ class ShardedCluster:
     def __enter__(self) -> Self:
         self.start()
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
