@@ -3,9 +3,11 @@ writes, kill -9 during snapshot and streaming, heartbeats, metrics, per-shard st
 
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import threading
+import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -15,7 +17,16 @@ import pytest
 from bson import Decimal128, Int64, ObjectId, json_util
 from pymongo import MongoClient
 
-from tests.integration.helpers import CliProcess, TopicSize, decode, read_topic, run_cli, wait_until
+from mongocdc.events.java import java_hashmap_order
+from tests.integration.helpers import (
+    CliProcess,
+    TopicSize,
+    decode,
+    murmur2_partition,
+    read_topic,
+    run_cli,
+    wait_until,
+)
 from tests.integration.test_stream_e2e import write_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
@@ -407,23 +418,34 @@ def test_transaction_metadata_for_a_multi_collection_transaction(
             client[db].orders.insert_one({"_id": 1}, session=session)
             client[db].lines.insert_one({"_id": 10}, session=session)
             client[db].lines.insert_one({"_id": 11}, session=session)
-        client[db].orders.insert_one({"_id": "after"})  # ends the transaction in the stream
+            session_id = session.session_id["id"]
+        wait_until(lambda: len(read_topic(kafka_bootstrap, f"{prefix}.{db}.lines")) == 3, "the transaction's events")
+        # as Debezium: no END while the stream is idle (mongocdc polls every 200 ms here) ...
+        time.sleep(2)
+        assert len(read_topic(kafka_bootstrap, f"{prefix}.transaction")) == 1
+        client[db].orders.insert_one({"_id": "after"})  # ... but when the next change arrives
         wait_until(lambda: len(read_topic(kafka_bootstrap, f"{prefix}.transaction")) == 2, "BEGIN and END")
     finally:
         assert stream.stop() == 0, stream.stderr
-    begin, end = sorted(
-        (decode(m)[1] for m in read_topic(kafka_bootstrap, f"{prefix}.transaction")), key=lambda v: v["status"]
-    )
+    messages = read_topic(kafka_bootstrap, f"{prefix}.transaction")
+    begin, end = (decode(m)[1] for m in messages)
     assert (begin["status"], end["status"]) == ("BEGIN", "END")
-    assert begin["id"] == end["id"] and ":" in end["id"]
-    assert end["event_count"] == 3
-    assert sorted((c["data_collection"], c["event_count"]) for c in end["data_collections"]) == [
-        (f"{db}.lines", 2),
-        (f"{db}.orders", 1),
-    ]
+    assert [decode(m)[0] for m in messages] == [{"id": begin["id"]}] * 2
+    assert {m.partition() for m in messages} == {murmur2_partition(messages[0].key(), 3)}
+    # the transaction id is the session document in Java's strict JSON, then the transaction number
+    lsid = '{"id": {"$binary": "' + base64.b64encode(session_id).decode() + '","$type": "04"}}'
+    assert begin["id"] == end["id"] and end["id"].startswith(lsid + ":")
+    assert end["event_count"] == 3 and begin["event_count"] is None and begin["data_collections"] is None
+    collections = [(c["data_collection"], c["event_count"]) for c in end["data_collections"]]
+    assert sorted(collections) == [(f"{db}.lines", 2), (f"{db}.orders", 1)]
+    assert [c for c, _ in collections] == java_hashmap_order([f"{db}.orders", f"{db}.lines"])
     values = [decode(m)[1] for t in ("orders", "lines") for m in read_topic(kafka_bootstrap, f"{prefix}.{db}.{t}")]
-    blocks = [v["transaction"] for v in values if v["op"] == "c"]  # the seeds are snapshot reads
-    in_txn = sorted((b["total_order"], b["data_collection_order"]) for b in blocks if b)
-    assert [o for o, _ in in_txn] == [1, 2, 3] and all(b["id"] == end["id"] for b in blocks if b)
-    assert sum(1 for b in blocks if b is None) == 1  # the insert after the transaction has no block
+    in_txn = [v for v in values if v["op"] == "c" and v["transaction"]]  # the seeds are snapshot reads
+    after = next(v for v in values if v["op"] == "c" and v["transaction"] is None)
+    assert sorted(v["transaction"]["total_order"] for v in in_txn) == [1, 2, 3]
+    assert all(v["transaction"]["id"] == end["id"] for v in in_txn)
+    assert {(v["source"]["lsid"], v["source"]["txnNumber"]) for v in in_txn} == {(lsid, int(end["id"].split(":")[-1]))}
+    assert after["source"]["lsid"] is None and after["source"]["txnNumber"] is None
+    # BEGIN at the transaction's time, END at the time of the change that ended it
+    assert begin["ts_ms"] == in_txn[0]["source"]["ts_ms"] and end["ts_ms"] == after["source"]["ts_ms"]
     client.close()
