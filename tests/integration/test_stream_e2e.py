@@ -164,17 +164,46 @@ def test_stream_stop_resume_delivers_every_change_exactly_once(
             if value is not None and value["op"] == "d":
                 assert following[1] is None and following[0] == offset + 1, "a tombstone follows each delete"
 
-    inserts = {json_util.loads(k["id"]): json_util.loads(v["after"]) for _, k, v in data if v and v["op"] == "c"}
-    assert inserts[1001] == {"_id": 1001, "name": "Sally", "tags": ["a", "b", "c"]}
-    assert inserts[oid] == {"_id": oid, "name": "George"}
+    # Debezium's text, byte for byte: keys in relaxed JSON, `after` in Java's strict JSON with compact spacing,
+    # `updatedFields` in relaxed JSON with ", ", empty removedFields/truncatedArrays null
+    oid_json = '{"$oid": "' + str(oid) + '"}'
+    keys = {m.key() for m, _, _ in data}
+    assert {
+        b'{"id":"1001"}',
+        b'{"id":"\\"str-id\\""}',
+        b'{"id":"' + oid_json.replace('"', '\\"').encode() + b'"}',
+    } <= keys
+    inserts = {json_util.loads(k["id"]): v["after"] for _, k, v in data if v and v["op"] == "c"}
+    assert inserts[1001] == '{"_id": 1001,"name": "Sally","tags": ["a","b","c"]}'
+    assert inserts[oid] == '{"_id": ' + oid_json + ',"name": "George"}'
     updates = [v for _, k, v in data if v and v["op"] == "u" and json_util.loads(k["id"]) == 1001]
-    first_update = updates[0]["updateDescription"]
-    assert json.loads(first_update["updatedFields"]) == {"email": "sally@example.com"}
-    assert first_update["removedFields"] == ["tags"]
+    assert updates[0]["updateDescription"] == {
+        "removedFields": ["tags"],
+        "updatedFields": '{"email": "sally@example.com"}',
+        "truncatedArrays": None,
+    }
+    assert updates[1]["updateDescription"]["updatedFields"] == '{"name": "Sally K"}'
+    assert updates[1]["updateDescription"]["removedFields"] is None
+    inc = next(v for _, k, v in data if v and v["op"] == "u" and k == {"id": "2"})
+    assert inc["updateDescription"] == {"removedFields": None, "updatedFields": '{"qty": 12}', "truncatedArrays": None}
     replace = next(v for _, k, v in data if v and v["op"] == "u" and json_util.loads(k["id"]) == oid)
-    assert json_util.loads(replace["after"]) == {"_id": oid, "name": "George W"}
+    assert replace["after"] == '{"_id": ' + oid_json + ',"name": "George W"}' and replace["updateDescription"] is None
+
+    # data records and tombstones carry Debezium's context headers, one runId per run of mongocdc
+    runs = set()
+    for msg, _, _ in data:
+        headers = [(k, v.decode()) for k, v in msg.headers() or []]
+        assert [k for k, _ in headers] == [f"__debezium.context.{n}" for n in CONTEXT_HEADERS]
+        assert headers[:3] == [
+            ("__debezium.context.connectorLogicalName", prefix),
+            ("__debezium.context.taskId", "0"),
+            ("__debezium.context.connectorName", "mongodb"),
+        ]
+        runs.add(headers[3][1])
+    assert len(runs) == 2
 
 
+CONTEXT_HEADERS = ["connectorLogicalName", "taskId", "connectorName", "runId"]
 SOURCE_FIELDS = [
     "version",
     "connector",
