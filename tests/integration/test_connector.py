@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import signal
 import threading
 import time
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 from bson import Decimal128, Int64, ObjectId, json_util
+from confluent_kafka.admin import AdminClient
 from pymongo import MongoClient
 
 from mongocdc.events.java import java_hashmap_order
@@ -220,8 +222,15 @@ def test_heartbeats_and_prometheus_metrics(tmp_path: Path, mongo_uri: str, kafka
     finally:
         assert stream.stop() == 0, stream.stderr
         client.close()
-    key, value = decode(read_topic(kafka_bootstrap, f"__debezium-heartbeat.{prefix}")[0])
+    heartbeats = read_topic(kafka_bootstrap, f"__debezium-heartbeat.{prefix}")
+    key, value = decode(heartbeats[0])
     assert key == {"serverName": prefix} and isinstance(value, dict) and value["ts_ms"] > 0
+    # as Debezium: all on partition 0 (of the broker's default 3), as {"ts_ms":…} without headers
+    topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=10).topics
+    assert len(topics[f"__debezium-heartbeat.{prefix}"].partitions) == 3
+    assert {m.partition() for m in heartbeats} == {0} and all(not m.headers() for m in heartbeats)
+    assert all(m.key() == b'{"serverName":"%s"}' % prefix.encode() for m in heartbeats)
+    assert all(re.fullmatch(rb'\{"ts_ms":\d+\}', m.value()) for m in heartbeats)
     status = [json.loads(line) for line in stream.stdout_lines if line.startswith("{")]
     assert any("metrics" in s for s in status)
 
