@@ -248,3 +248,36 @@ def test_snapshot_incremental_wait_reports_completion(
     bad = run_cli("--config", str(config), "snapshot", "--collections", "x")
     assert bad.returncode == 2 and "--incremental" in bad.stderr
     client.close()
+
+
+def test_a_captured_signal_collection_is_streamed_as_data_with_its_watermarks(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    """As Debezium: when the include lists capture the signal collection, its signals and the watermarks an
+    incremental snapshot writes there are records of its topic (and still act as signals)."""
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db].small.insert_many([{"_id": i} for i in range(30)])
+    config = config_for(tmp_path, mongo_uri, kafka_bootstrap, db, prefix, **{"collection.exclude.list": ""})
+    stream = CliProcess("--config", str(config), "stream")
+    try:
+        stream.wait_for_log("change stream open")
+        client[db].signals.insert_one(
+            {"_id": "sig-1", "type": "execute-snapshot", "data": {"data-collections": [f"{db}.small"]}}
+        )
+        wait_until(lambda: len(reads(kafka_bootstrap, f"{prefix}.{db}.small")) == 30, "the incremental reads")
+        wait_until(
+            lambda: any("close" in decode(m)[0]["id"] for m in read_topic(kafka_bootstrap, f"{prefix}.{db}.signals")),
+            "a close watermark in the signal collection's topic",
+        )
+    finally:
+        assert stream.stop() == 0, stream.stderr
+    values = {k["id"]: v for k, v in (decode(m) for m in read_topic(kafka_bootstrap, f"{prefix}.{db}.signals"))}
+    assert all(v is not None and v["op"] == "c" and v["source"]["snapshot"] == "false" for v in values.values())
+    assert values.pop('"sig-1"')["after"] == (
+        '{"_id": "sig-1","type": "execute-snapshot","data": {"data-collections": ["' + db + '.small"]}}'
+    )
+    kinds = [json_util.loads(v["after"])["type"] for v in values.values()]
+    assert kinds and set(kinds) == {"snapshot-window-open", "snapshot-window-close"}
+    assert kinds.count("snapshot-window-open") == kinds.count("snapshot-window-close")
+    client.close()
