@@ -92,6 +92,13 @@ class GroupActiveError(UsageError):
     """
 
 
+class PartialTranslationError(UsageError):
+    """``failover translate --apply`` when a committed partition of the group cannot be translated.
+
+    Exit 2: nothing was written; ``--allow-partial`` writes the partitions that were translated.
+    """
+
+
 class SparkEnvironmentError(MongocdcError):
     """Something the Spark job needs on this machine is missing: pyspark, or Java 17+ (exit 3, nothing ran)."""
 

@@ -518,7 +518,7 @@ def _timeout(settings: Settings) -> float:
     return settings.connect_timeout_ms / 1000
 
 
-def replicator(settings: Settings) -> Any:
+def replicator(settings: Settings, *, shutdown_timeout_s: float = 30.0) -> Any:
     """A ``Replicator`` from ``settings`` (not started: ``run`` connects, with the ``connect.*`` retries)."""
     from mongocdc.replication.mirror import Replicator, ReplicatorOptions
 
@@ -542,6 +542,7 @@ def replicator(settings: Settings) -> Any:
         replication_factor=settings.replication_factor,
         batch_size=settings.max_batch_size,
         poll_timeout_s=min(settings.poll_interval_ms, 1000) / 1000,
+        shutdown_timeout_s=shutdown_timeout_s,
         backoff=backoff(settings),
     )
     return Replicator(replication_cluster(settings, "source"), replication_cluster(settings, "target"), options)

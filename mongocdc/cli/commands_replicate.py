@@ -83,14 +83,23 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--dry-run", help="Check and show what --apply would write, without writing anything."),
         ] = False,
+        allow_partial: Annotated[
+            bool,
+            typer.Option(
+                "--allow-partial",
+                help="With --apply: write the translated partitions even when some committed partition cannot be "
+                "translated (refused otherwise, exit 2, naming them).",
+            ),
+        ] = False,
         output: OutputOpt = Output.table,
     ) -> None:
         """Translate a consumer group's committed offsets on the source cluster to offsets on the target.
 
-        Per partition: the committed source offset, the target offset, the method (exact, sync, earliest,
-        timestamp or none) and how many records the group may see again. Works with the source cluster
-        unreachable, from the checkpoints `replicate` keeps on the target. Never past a record the group
-        has not consumed.
+        Per partition: the committed source offset, the target offset and how many records the group
+        will read again from there (read from the target's copies and their provenance): exact (none),
+        sync (that many), unknown (?); timestamp for topics without offset syncs, none when it cannot be
+        translated (warned, and --apply refuses). Works with the source cluster unreachable, from the
+        checkpoints `replicate` keeps on the target. Never past a record the group has not consumed.
         """
         from mongocdc import wiring
 
@@ -102,7 +111,7 @@ def register(app: typer.Typer) -> None:
         try:
             report = translator.translate(group)
             if apply or dry_run:
-                report = translator.apply(report, dry_run=dry_run or not apply)
+                report = translator.apply(report, dry_run=dry_run or not apply, allow_partial=allow_partial)
         finally:
             translator.close()
         _render_translation(output, report)
@@ -138,13 +147,24 @@ def register(app: typer.Typer) -> None:
         status_interval: Annotated[
             float, typer.Option("--status-interval", metavar="SECONDS", help="Seconds between status lines.", min=0.1)
         ] = 10.0,
+        shutdown_timeout: Annotated[
+            float,
+            typer.Option(
+                "--shutdown-timeout",
+                metavar="SECONDS",
+                help="On SIGTERM/SIGINT, how long to wait for the target to acknowledge the copies in flight; then "
+                "commit only what it acknowledged and exit 4.",
+                min=0.0,
+            ),
+        ] = 30.0,
         output: OutputOpt = Output.table,
     ) -> None:
         """Copy topics to a second Kafka cluster until SIGTERM/SIGINT, with offset syncs and group checkpoints.
 
         At-least-once: source offsets are committed only after the target acknowledged the copies. Each
         copy keeps key, value, headers, timestamp and partition and gets a mongocdc.provenance header;
-        records that came from the target are never copied back (active/active).
+        records that came from the target are never copied back (active/active). A stop takes at most
+        --shutdown-timeout, even with the target down (exit 4 when it did not acknowledge everything).
         """
         from mongocdc import wiring
 
@@ -176,7 +196,7 @@ def register(app: typer.Typer) -> None:
                     stats.checkpoints,
                 )
 
-        replicator = wiring.replicator(settings)
+        replicator = wiring.replicator(settings, shutdown_timeout_s=shutdown_timeout)
         with stopper.installed():
             try:
                 stats = replicator.run(stopper.event, on_status, status_interval)

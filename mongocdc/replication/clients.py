@@ -9,6 +9,8 @@ cluster's role and address, refused or invalid settings → the broker's reason.
 from __future__ import annotations
 
 import logging
+import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -37,7 +39,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from mongocdc.errors import ConfigError, MongocdcError, UnreachableError
 from mongocdc.retry import Backoff
-from mongocdc.sinks.kafka.common import client_config, describe_error
+from mongocdc.sinks.kafka.common import client_config, describe_error, librdkafka_log
 
 log = logging.getLogger("mongocdc.replication")
 
@@ -63,6 +65,71 @@ class _Unavailable(Exception):
     pass
 
 
+_CONNECTION_FAILURE = re.compile(
+    r"connect to .* failed|connection refused|disconnected|receive failed|send failed|failed to resolve|"
+    r"timed out|brokers are down|connection (?:setup|reset)|broker transport failure|host unreachable",
+    re.IGNORECASE,
+)
+
+
+class ClientLog:
+    """librdkafka's log lines for one cluster's clients, with its connection failures summarised.
+
+    While the cluster is down, librdkafka logs a failed connection attempt to each broker every few
+    hundred milliseconds to seconds, from each client: hundreds of ERROR lines that say the same. The
+    first one is logged (a WARNING naming the cluster and its role), the rest are counted, and when the
+    cluster answers again (``answered``) one line says so with the count: one line per change of state.
+    Other lines go to ``mongocdc.kafka.librdkafka`` as before. confluent-kafka calls ``log`` with
+    librdkafka's facility, client name and message.
+    """
+
+    def __init__(self, role: str, bootstrap: str) -> None:
+        self.role = role
+        self.bootstrap = bootstrap
+        self.down = False
+        self.suppressed = 0
+        self._lock = threading.Lock()
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        message = str(args[-1]) if args else fmt
+        if level >= logging.WARNING and _CONNECTION_FAILURE.search(message):
+            self.failed(message)
+            return
+        librdkafka_log.log(level, fmt, *args)
+
+    def failed(self, reason: str) -> None:
+        """A connection to the cluster failed: logged when it is the first since the cluster last answered."""
+        with self._lock:
+            if self.down:
+                self.suppressed += 1
+                return
+            self.down = True
+            self.suppressed = 0
+        log.warning(
+            "the %s Kafka cluster at %s does not answer: %s (retrying; further connection errors are counted, "
+            "not shown, until it answers again)",
+            self.role,
+            self.bootstrap,
+            reason.strip(),
+        )
+
+    def answered(self) -> None:
+        """The cluster answered a request: logged when it was down."""
+        if not self.down:
+            return
+        with self._lock:
+            if not self.down:
+                return
+            self.down = False
+            suppressed = self.suppressed
+        log.warning(
+            "the %s Kafka cluster at %s answers again (%d more connection errors while it was down)",
+            self.role,
+            self.bootstrap,
+            suppressed,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class GroupState:
     """A consumer group as the cluster describes it."""
@@ -81,6 +148,7 @@ class Cluster:
         self.timeout_s = timeout_s
         self._admin: AdminClient | None = None
         self._reader: Consumer | None = None
+        self.client_log = ClientLog(role, self.bootstrap)
 
     @property
     def bootstrap(self) -> str:
@@ -94,8 +162,8 @@ class Cluster:
     def _on_error(self, err: KafkaError) -> None:
         if err.fatal():
             log.error("Kafka (%s %s) failed fatally: %s", self.role, self.bootstrap, describe_error(err))
-        elif err.code() == KafkaError._ALL_BROKERS_DOWN:
-            log.warning("all brokers of the %s cluster at %s are down; retrying", self.role, self.bootstrap)
+        elif err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
+            self.client_log.failed(err.str())
         else:
             log.debug("Kafka (%s %s): %s", self.role, self.bootstrap, describe_error(err))
 
@@ -139,6 +207,7 @@ class Cluster:
         config = client_config(self.settings, **defaults)
         config.update(forced or {})
         config["error_cb"] = self._on_error
+        config["logger"] = self.client_log
         return config
 
     def admin(self) -> AdminClient:
@@ -183,6 +252,7 @@ class Cluster:
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             raise _Unavailable(err.str() if isinstance(err, KafkaError) else str(exc)) from exc
+        self.client_log.answered()
 
     def connect(self, backoff: Backoff) -> None:
         """Wait until the cluster answers (retrying with ``backoff``); ``UnreachableError`` (exit 4) otherwise."""

@@ -13,10 +13,11 @@ import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mongocdc.errors import ConfigError, GroupActiveError, UnreachableError
+from mongocdc.errors import ConfigError, GroupActiveError, PartialTranslationError, UnreachableError
 from mongocdc.replication.clients import Cluster
 from mongocdc.replication.naming import NameFilter, TopicRenamer
-from mongocdc.replication.translation import Checkpoint, Method, OffsetSync, Point, resolve
+from mongocdc.replication.provenance import origin_on
+from mongocdc.replication.translation import Checkpoint, Choice, Method, OffsetSync, Point, choose, translate
 from mongocdc.retry import Backoff
 
 log = logging.getLogger("mongocdc.failover")
@@ -49,6 +50,33 @@ class TranslationReport:
     source_reachable: bool
     rows: list[PartitionTranslation] = field(default_factory=list)
     action: str = "shown"  # "shown", "would write" (--dry-run), "written" (--apply)
+    unchecked: list[tuple[str, int]] = field(default_factory=list)
+    """With the source unreachable: replicated partitions of the group's topics without a checkpoint of the group
+    (the group may have committed there after the last checkpoint, or never)."""
+
+    @property
+    def untranslated(self) -> list[PartitionTranslation]:
+        """Rows of partitions the group committed on whose target offset could not be found."""
+        return [row for row in self.rows if row.committed is not None and row.target_offset is None]
+
+    @property
+    def warnings(self) -> list[str]:
+        """What an operator must know before moving the group: each partition that is not translated, named."""
+        found = [
+            f"{row.topic}[{row.partition}] (committed {row.committed}) cannot be translated: "
+            + (
+                f"{row.target_topic} does not exist on the target"
+                if row.target_topic is None
+                else "no offset sync covers it and the source cannot be read for timestamps"
+            )
+            for row in self.untranslated
+        ]
+        found += [
+            f"{topic}[{partition}] has no checkpoint of group {self.group}: if the group committed an offset there "
+            "after the replicator's last checkpoint, it is not translated"
+            for topic, partition in self.unchecked
+        ]
+        return found
 
     @property
     def offsets(self) -> dict[tuple[str, int], int]:
@@ -66,6 +94,8 @@ class TranslationReport:
             "source_reachable": self.source_reachable,
             "action": self.action,
             "partitions": [row.to_dict() for row in self.rows],
+            "untranslated": [[row.topic, row.partition] for row in self.untranslated],
+            "unchecked": [list(tp) for tp in self.unchecked],
         }
 
 
@@ -118,6 +148,12 @@ class Translator:
                 )
         report = TranslationReport(group, source_id, reachable)
         report.rows = self._rows(committed, syncs, checkpoints, mine, source_id, reachable)
+        if not reachable:
+            topics = {topic for topic, _ in committed}
+            known = {(s.topic, s.partition) for s in syncs if s.topic in topics}
+            report.unchecked = sorted(known - set(committed))
+        for warning in report.warnings:
+            log.warning("%s", warning)
         return report
 
     def _source_identity(self, group: str, reachable: bool, checkpoints: list[Checkpoint]) -> str:
@@ -169,8 +205,7 @@ class Translator:
                 rows.append(PartitionTranslation(topic, partition, offset, None, None, None, "none", None))
                 continue
             if key in points:
-                earliest = self.target.watermarks(target_topic, target_partition)[0]
-                resolved = resolve(offset, points[key], earliest)
+                choice = self._choose(source_id, topic, partition, offset, points[key], target_topic, target_partition)
                 rows.append(
                     PartitionTranslation(
                         topic,
@@ -178,9 +213,9 @@ class Translator:
                         offset,
                         target_topic,
                         target_partition,
-                        resolved.offset,
-                        resolved.method,
-                        resolved.again,
+                        choice.offset,
+                        choice.method,
+                        choice.again,
                     )
                 )
                 continue
@@ -192,6 +227,38 @@ class Translator:
         for topic, times in sorted(by_timestamp.items()):
             rows.extend(self._by_timestamp(topic, times, committed, renamer(topic), target_counts[renamer(topic)]))
         return rows
+
+    def _choose(
+        self,
+        source_id: str,
+        topic: str,
+        partition: int,
+        committed: int,
+        points: list[Point],
+        target_topic: str,
+        target_partition: int,
+    ) -> Choice:
+        """Start at the point at or below ``committed`` (the target's start when there is none), read the target
+        partition from there to its end and pick the offset that reads least again (``translation.choose``)."""
+        low_offset, high_offset = self.target.watermarks(target_topic, target_partition)
+        low = translate(points, committed)
+        start = low_offset if low is None else max(low.downstream, low_offset)
+        known = [] if low is None else [p.back for p in points if p.upstream == low.upstream and p.back >= 0]
+        back = max(known, default=0)  # records of the target's own below it: consumed
+        above = [p for p in points if p.upstream > committed]
+        back_above: int | None = None  # at or above it: not consumed; in between: not known
+        if low is not None and low.upstream == committed:
+            back_above = back if known else None
+        elif above:
+            nearest = min(p.upstream for p in above)
+            known = [p.back for p in above if p.upstream == nearest and p.back >= 0]
+            back_above = max(known) if known else None
+        records = (
+            (msg.offset(), hop.offset if hop is not None and hop.partition == partition else None)
+            for msg in self.target.read_range(target_topic, target_partition, start, high_offset)
+            for hop in (origin_on(msg.headers(), source_id, topic),)
+        )
+        return choose(records, high_offset, committed, back, back_above)
 
     def _by_timestamp(
         self,
@@ -236,8 +303,22 @@ class Translator:
             rows.append(PartitionTranslation(topic, None, None, target_topic, partition, offset, "timestamp", None))
         return rows
 
-    def apply(self, report: TranslationReport, *, dry_run: bool) -> TranslationReport:
-        """Write the translated offsets to the group on the target (or, with ``dry_run``, only check that it could)."""
+    def apply(self, report: TranslationReport, *, dry_run: bool, allow_partial: bool = False) -> TranslationReport:
+        """Write the translated offsets to the group on the target (or, with ``dry_run``, only check that it could).
+
+        Refused (``PartialTranslationError``) when a partition the group committed on is not translated,
+        unless ``allow_partial``: the group would start there by its ``auto.offset.reset`` and may skip records.
+        """
+        missing = report.untranslated
+        if missing and not allow_partial:
+            names = ", ".join(f"{row.topic}[{row.partition}]" for row in missing)
+            raise PartialTranslationError(
+                f"group {report.group} committed offsets on {len(missing)} partition(s) that cannot be translated: "
+                f"{names}; no offset of the group was changed",
+                hint="on those partitions the group would start by its auto.offset.reset (the Java default, latest, "
+                "skips records); check that `mongocdc replicate` copies them, or pass --allow-partial to write the "
+                "others",
+            )
         state = self.target.group_state(report.group)
         if state.members:
             raise GroupActiveError(

@@ -36,7 +36,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from mongocdc.errors import ConfigError, DeliveryError, MongocdcError, OversizedEventError
+from mongocdc.errors import ConfigError, DeliveryError, MongocdcError, OversizedEventError, UnreachableError
 from mongocdc.replication.clients import Cluster
 from mongocdc.replication.naming import NameFilter, TopicRenamer
 from mongocdc.replication.provenance import HEADER, HopEncoder, hops, origin_on
@@ -81,6 +81,7 @@ class ReplicatorOptions:
     replication_factor: int = -1
     batch_size: int = 2048
     poll_timeout_s: float = 0.5
+    shutdown_timeout_s: float = 30.0
     backoff: Backoff = field(default_factory=Backoff)
 
 
@@ -103,6 +104,10 @@ class ReplicationStats:
         return asdict(self)
 
 
+class _Interrupted(Exception):
+    """Copying stopped while waiting for room in the producer's queue (a stop was asked for)."""
+
+
 class _Partition:
     """The state of one source partition: where it goes, what is in flight, its frontier."""
 
@@ -120,6 +125,7 @@ class _Partition:
         "partition",
         "seq",
         "skips",
+        "start_point",
         "target_partition",
         "target_topic",
         "topic",
@@ -153,7 +159,8 @@ class _Partition:
         self.committed = start
         self.early: dict[int, list[int]] = {}
         self.seq = seq
-        self.last_sync: Point | None = tracker.point if tracker is not None else None
+        self.last_sync: Point | None = None  # nothing written yet: the first sync is written before copying
+        self.start_point: Point | None = None  # the partition's start, to write to its own slot (START_SLOT)
 
 
 class Replicator:
@@ -170,6 +177,7 @@ class Replicator:
         self._topic_counts: dict[str, int] = {}
         self._syncs: dict[tuple[str, int], OffsetSync] = {}
         self._points: dict[tuple[str, int], list[Point]] = {}
+        self._starts: set[tuple[str, int]] = set()  # partitions whose start sync is on the target
         self._checkpointed: dict[tuple[str, str, int], tuple[int, int]] = {}
         self._failure: MongocdcError | None = None
         self._lock = threading.Lock()
@@ -183,6 +191,9 @@ class Replicator:
         self._groups = NameFilter(options.groups, options.groups_exclude, always_excluded=(options.group_id,))
         self._renamer: TopicRenamer | None = None
         self._rate_mark = (time.monotonic(), 0)
+        self._stop: threading.Event | None = None
+        self._stop_seen: float | None = None  # when the copy loop saw the stop: the shutdown timeout runs from it
+        self._unflushed = False  # the last flush gave up: close() drops what is left instead of waiting
 
     # --- start ---------------------------------------------------------------------------
 
@@ -222,6 +233,8 @@ class Replicator:
                 continue
             key = (sync.topic, sync.partition)
             self._points.setdefault(key, []).append(sync.point)
+            if sync.seq == 0:
+                self._starts.add(key)
             latest = self._syncs.get(key)
             if latest is None or sync.seq >= latest.seq:
                 self._syncs[key] = sync
@@ -234,6 +247,7 @@ class Replicator:
         grown = [(t, source_topics[t], self._topic_counts.get(t, 0)) for t in selected]
         grown = [(topic, count, known) for topic, count, known in grown if count > known]
         assignments: list[TopicPartition] = []
+        added: list[_Partition] = []
         if grown:
             target_topics = self.target.topics()
             # read with the admin client: asking the copying consumer makes librdkafka hold its
@@ -245,7 +259,10 @@ class Replicator:
                 for partition in range(known, count):
                     part = self._init_partition(topic, partition, target_topic, keep, committed)
                     assignments.append(TopicPartition(topic, partition, part.next_offset))
+                    added.append(part)
                 self._topic_counts[topic] = count
+        if added:
+            self._sync_before_copying(added)
         if assignments:
             self._consumer.incremental_assign(assignments)
             log.info("replicating %d more partitions: %s", len(assignments), _describe(assignments))
@@ -292,15 +309,21 @@ class Replicator:
         tracker: FrontierTracker | None = None
         seq = 0
         early: dict[int, list[int]] = {}
+        start_point: Point | None = None
         if keep:
             target_low, target_high = self.target.watermarks(target_topic, partition)
             sync = self._syncs.get((topic, partition))
             older = self._points.get((topic, partition), [])
             if sync is not None and (sync.target_topic, sync.target_partition) == (target_topic, partition):
-                tracker = FrontierTracker(sync.upstream, sync.downstream, pending=sync.pending, older=older)
+                tracker = FrontierTracker(
+                    sync.upstream, sync.downstream, pending=sync.pending, older=older, back=sync.back
+                )
                 seq = sync.seq
+                if (topic, partition) not in self._starts:  # written by an older version: the earliest point known
+                    start_point = min([*older, sync.point])
             else:
                 tracker = FrontierTracker(start, target_low)
+                start_point = tracker.point
                 if committed_offset >= 0 and target_high > target_low:
                     log.warning(
                         "%s[%d]: no offset sync on the target; translation of this partition starts at offset %d",
@@ -313,6 +336,7 @@ class Replicator:
                 early = self._scan_tail(topic, partition, target_topic, tracker, target_high, threshold)
         part = _Partition(topic, partition, target_topic, keep, tracker, encoder, start, seq)
         part.early = early
+        part.start_point = start_point
         self._parts[(topic, partition)] = part
         part.on_delivery = self._acknowledger(part.acks) if keep else self._delivered
         return part
@@ -351,7 +375,14 @@ class Replicator:
         on_status: Callable[[ReplicationStats], None] | None = None,
         status_interval_s: float = 10.0,
     ) -> ReplicationStats:
-        """Copy until ``stop`` is set, then commit what the target acknowledged (the commit order above)."""
+        """Copy until ``stop`` is set, then commit what the target acknowledged (the commit order above).
+
+        Once ``stop`` is set, copying stops at once (also while waiting for room in a full producer
+        queue) and every wait is bounded by ``shutdown_timeout_s``: when the target has not acknowledged
+        everything by then, the source offsets are committed up to the copies it did acknowledge and
+        ``UnreachableError`` (exit 4) names the target and the timeout.
+        """
+        self._stop = stop
         if self._consumer is None:
             self.start()
         opts = self.options
@@ -361,14 +392,48 @@ class Replicator:
         try:
             with _fewer_young_collections():
                 self._loop(stop, consume, poller, on_status, status_interval_s)
+        except _Interrupted:
+            pass
         finally:
-            poller.stop()
+            self._stopping()
+            poller.stop(timeout_s=max(0.0, self._left()))
+        if not self._flush():
+            self._unflushed = True
+            self.commit(acknowledged_only=True)
+            raise self._shutdown_timeout()
         self.commit(drain=True)
         try:
             self.emit_checkpoints()
         except MongocdcError as exc:  # the copies are committed; a missed checkpoint is written next time
             log.warning("no final checkpoints: %s", exc)
+        if self._unflushed:
+            raise self._shutdown_timeout()
         return self.status()
+
+    def _stopping(self) -> None:
+        if self._stop_seen is None:
+            self._stop_seen = time.monotonic()
+
+    def _left(self) -> float:
+        """Seconds left of the shutdown timeout (it runs from the stop; the whole timeout before one)."""
+        if self._stop_seen is None:
+            if self._stop is None or not self._stop.is_set():
+                return self.options.shutdown_timeout_s
+            self._stopping()
+        assert self._stop_seen is not None
+        return self._stop_seen + self.options.shutdown_timeout_s - time.monotonic()
+
+    def _shutdown_timeout(self) -> UnreachableError:
+        flight = len(self._producer) if self._producer is not None else 0
+        waiting = sum(len(part.events) for part in self._parts.values())
+        return UnreachableError(
+            f"stopped without the target Kafka cluster at {self.target.bootstrap} acknowledging {flight} record(s) "
+            f"within the shutdown timeout ({self.options.shutdown_timeout_s:g} s): the source offsets of group "
+            f"{self.options.group_id} were committed up to the acknowledged copies only; {waiting} record(s) after "
+            "them are copied again at the next start",
+            hint=f"check that the target cluster at {self.target.bootstrap} is up and reachable "
+            "(dest.kafka.bootstrap.servers); --shutdown-timeout SECONDS waits longer for its acknowledgements",
+        )
 
     def _loop(
         self,
@@ -386,6 +451,8 @@ class Replicator:
         while not stop.is_set():
             messages = consume(opts.batch_size, opts.poll_timeout_s)
             if messages:
+                if self.source.client_log.down:
+                    self.source.client_log.answered()
                 self._copy(messages)
             else:
                 self._producer.poll(0)
@@ -422,64 +489,73 @@ class Replicator:
         on_delivery: Any = None
         encoder: Any = None
         done: Any = None
-        for msg in messages:
-            if msg.error() is not None:
-                self._consume_error(msg.error())
-                continue
-            if msg.partition() != partition or msg.topic() != part.topic:
-                partition = msg.partition()
-                part = parts[(msg.topic(), partition)]
-                target_topic, target_partition = part.target_topic, part.target_partition
-                on_delivery, encoder, done = part.on_delivery, part.encoder, part.events.append
-            offset = msg.offset()
-            headers = msg.headers()
-            if headers is not None:
-                for header in headers:
-                    if header[0] == HEADER:
-                        hop = origin_on(headers, target_id, target_topic)
-                        break
-                else:
-                    hop = None
-                if hop is not None:
-                    counterpart = hop.offset if part.keep and hop.partition == partition else None
-                    done((offset, counterpart))
-                    part.skips += 1
-                    part.next_offset = offset + 1
-                    self.stats.skipped_loops += 1
+        try:
+            for msg in messages:
+                if msg.error() is not None:
+                    self._consume_error(msg.error())
                     continue
-            if provenance:
-                stamp = (HEADER, encoder(offset, now_ms))
-                if headers is None:
-                    headers = [stamp]
-                else:
-                    headers.append(stamp)  # a new list per call of ``Message.headers()``, ours to change
-            kind, ts = msg.timestamp()
-            value = msg.value()
-            while True:
-                try:
-                    produce(
-                        target_topic,
-                        value,
-                        msg.key(),
-                        target_partition,
-                        timestamp=ts if kind else 0,
-                        headers=headers,
-                        on_delivery=on_delivery,
-                    )
-                    break
-                except BufferError:
-                    self._producer.poll(0.05)
-                    self._check()
-                except KafkaException as exc:
-                    raise self._produce_error(exc, part, offset) from exc
-            done(offset)
-            part.next_offset = offset + 1
-            copied += 1
-            if value is not None:
-                size += len(value)
-        self.stats.copied += copied
-        self.stats.bytes += size
+                if msg.partition() != partition or msg.topic() != part.topic:
+                    partition = msg.partition()
+                    part = parts[(msg.topic(), partition)]
+                    target_topic, target_partition = part.target_topic, part.target_partition
+                    on_delivery, encoder, done = part.on_delivery, part.encoder, part.events.append
+                offset = msg.offset()
+                headers = msg.headers()
+                if headers is not None:
+                    for header in headers:
+                        if header[0] == HEADER:
+                            hop = origin_on(headers, target_id, target_topic)
+                            break
+                    else:
+                        hop = None
+                    if hop is not None:
+                        counterpart = hop.offset if part.keep and hop.partition == partition else None
+                        done((offset, counterpart))
+                        part.skips += 1
+                        part.next_offset = offset + 1
+                        self.stats.skipped_loops += 1
+                        continue
+                if provenance:
+                    stamp = (HEADER, encoder(offset, now_ms))
+                    if headers is None:
+                        headers = [stamp]
+                    else:
+                        headers.append(stamp)  # a new list per call of ``Message.headers()``, ours to change
+                kind, ts = msg.timestamp()
+                value = msg.value()
+                while True:
+                    try:
+                        produce(
+                            target_topic,
+                            value,
+                            msg.key(),
+                            target_partition,
+                            timestamp=ts if kind else 0,
+                            headers=headers,
+                            on_delivery=on_delivery,
+                        )
+                        break
+                    except BufferError:
+                        self._producer.poll(0.05)
+                        self._check()
+                        self._waiting_for_room()
+                    except KafkaException as exc:
+                        raise self._produce_error(exc, part, offset) from exc
+                done(offset)
+                part.next_offset = offset + 1
+                copied += 1
+                if value is not None:
+                    size += len(value)
+        finally:  # also when a stop interrupts the batch
+            self.stats.copied += copied
+            self.stats.bytes += size
         self._producer.poll(0)
+
+    def _waiting_for_room(self) -> None:
+        """The producer's queue is full (the target is slow or down): give up when a stop was asked for."""
+        if self._stop is not None and self._stop.is_set():
+            self._stopping()
+            raise _Interrupted
 
     def _acknowledger(self, acks: list[int]) -> Callable[[KafkaError | None, Any], None]:
         """The delivery report callback of one kept partition's copies: no lookup per report."""
@@ -520,7 +596,12 @@ class Replicator:
                 "again: the record is copied again from the committed source offset",
             )
         if err.code() in (KafkaError._MSG_TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
-            return self.target.unreachable(f"a copy for {where} was not acknowledged in time: {err.str()}")
+            return UnreachableError(
+                f"a copy for {where} was not acknowledged in time: {err.str()}; nothing after it was committed",
+                hint=f"check that the target cluster at {self.target.bootstrap} is up and reachable "
+                "(dest.kafka.bootstrap.servers); dest.kafka.message.timeout.ms (default 300000) is how long a copy "
+                "waits for it",
+            )
         return DeliveryError(f"the target refused a copy for {where}: {err.name()}: {err.str()}")
 
     def _produce_error(self, exc: KafkaException, part: _Partition, offset: int) -> MongocdcError:
@@ -542,52 +623,52 @@ class Replicator:
 
     # --- commit, syncs, checkpoints ---------------------------------------------------------
 
-    def _flush(self) -> None:
+    def _flush(self) -> bool:
+        """Wait for every delivery report; ``False`` when the shutdown timeout ran out first (only after a stop)."""
         while True:
-            left = self._producer.flush(1.0)
+            left = self._producer.flush(0.2)
             self._check()
             if left == 0:
-                return
+                return True
+            if self._stop is not None and self._stop.is_set() and self._left() <= 0:
+                return False
 
-    def commit(self, *, drain: bool = False) -> None:
+    def commit(self, *, drain: bool = False, acknowledged_only: bool = False) -> None:
         """Take the delivery reports, update the frontiers, write the offset syncs, commit the source offsets.
 
         The order is the module docstring's: nothing is committed on the source before the target
         acknowledged the copies up to it. With ``drain`` (a graceful stop) every copy in flight and
         the syncs are waited for, so everything read is committed. Partitions copied by key (a
         target with another partition count) have no per-partition order of reports, so a commit
-        with any of them in flight drains too.
+        with any of them in flight drains too. After a stop the waits are bounded by the shutdown
+        timeout; when it runs out, or with ``acknowledged_only`` (the target did not acknowledge
+        everything in time), only what was acknowledged is committed and no sync is written (a
+        restart finds the copies after the last sync by their provenance).
         """
         if self._producer is None:
             return
-        drain = drain or any(part.tracker is None and part.events for part in self._parts.values())
+        if not acknowledged_only:
+            drain = drain or any(part.tracker is None and part.events for part in self._parts.values())
+        drained = False
         if drain:
-            self._flush()
+            drained = self._flush()
+            if not drained:
+                self._unflushed = acknowledged_only = True
         else:
             self._producer.poll(0)
             self._check()
+        if self.target.client_log.down and any(part.acks for part in self._parts.values()):
+            self.target.client_log.answered()
         now_ms = int(time.time() * 1000)
         syncs = 0
         for part in self._parts.values():
-            if part.events:
-                self._apply(part, drained=drain)
+            if part.events and (part.tracker is not None or drained):
+                self._apply(part, drained=drained)
+            if acknowledged_only:
+                continue
             tracker = part.tracker
             if tracker is not None and tracker.point != part.last_sync:
-                part.seq += 1
-                sync = OffsetSync(
-                    self.source_id,
-                    part.topic,
-                    part.partition,
-                    tracker.upstream,
-                    tracker.frontier,
-                    part.target_topic,
-                    part.partition,
-                    seq=part.seq,
-                    ts=now_ms,
-                    pending=tuple(tracker.pending_ranges()),
-                )
-                self._produce_internal(self.options.syncs_topic, sync.key(), sync.value())
-                part.last_sync = tracker.point
+                self._write_sync(part, now_ms)
                 syncs += 1
                 if tracker.dropped:
                     log.warning(
@@ -598,8 +679,8 @@ class Replicator:
                         tracker.frontier,
                     )
         if syncs:
-            if drain:
-                self._flush()
+            if drained and not self._flush():
+                self._unflushed = True
             self.stats.syncs += syncs
         offsets = [
             TopicPartition(part.topic, part.partition, part.done)
@@ -614,6 +695,70 @@ class Replicator:
             for tp in offsets:
                 self._parts[(tp.topic, tp.partition)].committed = tp.offset
             self.stats.commits += 1
+
+    def _write_sync(self, part: _Partition, now_ms: int) -> None:
+        """Write the current point of ``part`` as its next sync (not waiting for the acknowledgement)."""
+        tracker = part.tracker
+        assert tracker is not None
+        part.seq += 1
+        sync = OffsetSync(
+            self.source_id,
+            part.topic,
+            part.partition,
+            tracker.upstream,
+            tracker.frontier,
+            part.target_topic,
+            part.partition,
+            seq=part.seq,
+            ts=now_ms,
+            pending=tuple(tracker.pending_ranges()),
+            back=self._back(tracker.back),
+        )
+        self._produce_internal(self.options.syncs_topic, sync.key(), sync.value())
+        part.last_sync = tracker.point
+
+    def _back(self, back: int) -> int:
+        """``Point.back`` as written: not known (-1) without provenance headers (copies look like the target's own)."""
+        return back if self.options.provenance else -1
+
+    def _sync_before_copying(self, parts: list[_Partition]) -> None:
+        """Write each new partition's start (its own slot, once) and its current point, and wait for them.
+
+        Before anything is copied, so that every offset a group may commit from the start of the copied
+        range on has a point at or below it, whatever happened to the replicator before (a restart, a
+        crash, a sync compacted away).
+        """
+        now_ms = int(time.time() * 1000)
+        written = 0
+        for part in parts:
+            tracker = part.tracker
+            if tracker is None:
+                continue
+            start = part.start_point
+            if start is not None:
+                sync = OffsetSync(
+                    self.source_id,
+                    part.topic,
+                    part.partition,
+                    start.upstream,
+                    start.downstream,
+                    part.target_topic,
+                    part.partition,
+                    seq=0,
+                    ts=now_ms,
+                    back=self._back(start.back),
+                )
+                self._produce_internal(self.options.syncs_topic, sync.key(), sync.value())
+                self._starts.add((part.topic, part.partition))
+                part.start_point = None
+                part.last_sync = start
+                written += 1
+            if tracker.point != part.last_sync:
+                self._write_sync(part, now_ms)
+                written += 1
+        if written:
+            self._flush()
+            self.stats.syncs += written
 
     def _apply(self, part: _Partition, *, drained: bool) -> None:
         """Feed the records processed since the last commit whose copies are acknowledged to the frontier.
@@ -658,7 +803,7 @@ class Replicator:
                 part.skips -= 1
             if early:
                 positions += early.pop(offset, [])
-            tracker.advance(offset, *positions)
+            tracker.advance(offset, *positions, returned=None if isinstance(event, int) else event[1])
             part.done = offset + 1
             applied += 1
         part.events = events[applied:]
@@ -676,6 +821,7 @@ class Replicator:
             except BufferError:
                 self._producer.poll(0.05)
                 self._check()
+                self._waiting_for_room()
 
     def group_offsets(self) -> dict[str, dict[tuple[str, int], int]]:
         """The committed offsets of every selected group on the source (admin requests: they block)."""
@@ -702,8 +848,9 @@ class Replicator:
                 if part is None or part.tracker is None:
                     continue
                 point = part.tracker.at(committed)
-                if point is None:
-                    continue
+                if point is None:  # below the start of the copied range: the target's start is safe
+                    low = self.target.watermarks(part.target_topic, part.partition)[0]
+                    point = Point(committed, low, -1)
                 key = (group, topic, partition)
                 if self._checkpointed.get(key) == (committed, point.downstream):
                     continue
@@ -717,6 +864,8 @@ class Replicator:
                     part.target_topic,
                     part.partition,
                     ts=now_ms,
+                    point_upstream=point.upstream,
+                    back=self._back(point.back),
                 )
                 self._produce_internal(self.options.checkpoints_topic, checkpoint.key(), checkpoint.value())
                 self._checkpointed[key] = (committed, point.downstream)
@@ -757,7 +906,9 @@ class Replicator:
             self._consumer.close()
             self._consumer = None
         if self._producer is not None:
-            self._producer.flush(5.0)
+            if self._producer.flush(max(0.0, min(5.0, self._left()))) > 0:
+                self._producer.purge()  # the target does not answer: what is left is copied again next time
+                self._producer.flush(0)
             self._producer = None
         self.source.close()
         self.target.close()
@@ -834,6 +985,6 @@ class _GroupOffsetsPoller:
             latest, self._latest = self._latest, None
         return latest
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 30.0) -> None:
         self._stop.set()
-        self._thread.join(timeout=30)
+        self._thread.join(timeout=timeout_s)

@@ -17,9 +17,8 @@ forever (offsets never move), and ``f`` only grows with ``k``, so translation is
 
     translate(c) = downstream of the point with the largest upstream <= c
 
-which is never past a record the group has not consumed, and is exact (nothing consumed twice in an
-active/passive pair) when a point sits exactly at ``c``. With no point at or below ``c``, the
-target partition's earliest offset is the answer (``earliest``): it cannot skip anything either.
+which is never past a record the group has not consumed. With no point at or below ``c``, the
+target partition's earliest offset is the answer: it cannot skip anything either.
 This is MirrorMaker 2's rule (``OffsetSyncStore``: the synced downstream offset, plus one when the
 upstream offset is past the sync, never ahead) restated in terms of what the group consumed, which
 is what keeps it safe when the target topic also holds records of its own.
@@ -34,9 +33,26 @@ counterpart (a record compacted away before it was copied back, a transaction ma
 ``f`` back: translation errs early, never late.
 
 The points are written to the offset-syncs topic (``OffsetSync``) after every flush, and, for every
-committed offset of a source group the replicator reads, to the checkpoints topic
-(``Checkpoint``), which is what makes translation exact at those offsets and possible without the
-source cluster.
+committed offset of a source group the replicator reads, to the checkpoints topic (``Checkpoint``:
+the committed offset with the point at or below it), which makes translation possible without the
+source cluster. Each partition's first point (the start of the copied range) has a slot of its own
+that compaction never replaces (``START_SLOT``), and a restarted replicator writes each partition's
+current point before copying: every offset a group can commit has a point at or below it.
+
+Where to resume, and how much is read again (``choose``)
+--------------------------------------------------------
+
+A point at or below ``c`` is safe but, after restarts and crashes, not exact: the syncs kept are
+sparse, and a crash copies records again (the same source record twice on the target, the second
+copy later). ``failover translate`` therefore reads the target partition from the point's ``f`` to
+its end and looks at each record's provenance: a copy of source record ``o`` was consumed when
+``o < c``; a record of the target's own was consumed when its copy came back below ``c`` — the
+target's records come back in their order, so a point also carries ``back``, the offset below which
+every record of the target's own had come back (known exactly at a point at ``c``; between two
+points, the records between their ``back`` are not known: ``unknown``). Every record not consumed
+must be read once, so the answer is the smallest of their *last* positions (a second copy after a
+crash is used when that reads less), and what the group will read again from there is counted
+exactly: ``exact`` (nothing), ``sync`` (that many records) or ``unknown``.
 """
 
 from __future__ import annotations
@@ -47,21 +63,30 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-Method = Literal["exact", "sync", "earliest", "timestamp", "none"]
-"""How a target offset was found: at a point (``exact``), at the nearest point below (``sync``), the
-partition's start because no point is that early (``earliest``), by record timestamp (``timestamp``),
-or not at all (``none``)."""
+Method = Literal["exact", "sync", "unknown", "earliest", "timestamp", "none"]
+"""How good a target offset is: nothing will be read again (``exact``), a known number of records will
+(``sync``), not known (``unknown``); or, without reading the target: at the nearest point below
+(``sync``), the partition's start because no point is that early (``earliest``), by record timestamp
+(``timestamp``), or not at all (``none``)."""
 
 MAX_SLOT: Final = 24
+START_SLOT: Final = -1
+"""The slot of a partition's start sync (sequence 0): written once, when the partition is first replicated,
+and never overwritten, so every committed offset from the start of the copied range on has a point."""
 MAX_PENDING_RANGES: Final = 64
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class Point:
-    """Every target offset below ``downstream`` is the counterpart of a source record below ``upstream``."""
+    """Every target offset below ``downstream`` is the counterpart of a source record below ``upstream``.
+
+    ``back`` (not compared): every record of the target's own below it came back from the source below
+    ``upstream`` (its copy there is a record the group consumed); ``-1`` when not known.
+    """
 
     upstream: int
     downstream: int
+    back: int = field(default=-1, compare=False)
 
 
 def translate(points: Iterable[Point], committed: int) -> Point | None:
@@ -95,6 +120,82 @@ def resolve(committed: int, points: Sequence[Point], earliest: int | None) -> Re
     return Resolved(best.downstream, "sync", committed - best.upstream)
 
 
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """Where a group resumes on the target partition and how many records it reads again from there.
+
+    ``again``: records from ``offset`` to the end of the partition (when it was read) that the group
+    has consumed already (a copy of a record below its committed offset, a record of the target's own
+    whose copy it consumed) or reads twice (a second copy of a record); ``None`` when some record's
+    status is not known (``ambiguous`` of them), ``offset`` is then at or before the first of those.
+    """
+
+    offset: int
+    again: int | None
+    ambiguous: int = 0
+
+    @property
+    def method(self) -> Method:
+        if self.again is None:
+            return "unknown"
+        return "exact" if self.again == 0 else "sync"
+
+
+def choose(
+    records: Iterable[tuple[int, int | None]],
+    end: int,
+    committed: int,
+    back: int,
+    back_above: int | None,
+) -> Choice:
+    """The best target offset for a group that committed ``committed``, from the records it may read.
+
+    ``records``: every record of the target partition from a point at or below ``committed`` (its
+    ``downstream``) to ``end``, in order, as ``(offset, source offset)`` for a copy of a record of the
+    source partition, ``(offset, None)`` for a record of the target's own (or of another cluster).
+    A copy is consumed when its source offset is below ``committed``; a record of the target's own
+    when it is below ``back`` (it came back below the point), not when it is at or above ``back_above``
+    (it had not come back by a point above ``committed``; ``None``: no such point), and otherwise its
+    status is not known.
+
+    Each record the group has not consumed (an identity: a source offset, or a record of the target's own)
+    must be read at least once: the answer is the smallest of their last positions, so re-copies written
+    after a crash are used instead of the first copies whenever that reads less, and the count is exact.
+    """
+    offsets: list[int] = []
+    identities: list[int] = []  # source offset of a copy, -1 - offset of a record of the target's own
+    consumed: list[bool] = []
+    ambiguous: list[bool] = []
+    last: dict[int, int] = {}
+    for offset, source in records:
+        index = len(offsets)
+        offsets.append(offset)
+        if source is not None:
+            identity, done, unsure = source, source < committed, False
+        else:
+            identity = -1 - offset
+            done = offset < back
+            unsure = not done and (back_above is None or offset < back_above)
+        identities.append(identity)
+        consumed.append(done)
+        ambiguous.append(unsure)
+        if not done:
+            last[identity] = index
+    first = min(last.values(), default=len(offsets))
+    start = offsets[first] if first < len(offsets) else end
+    seen: set[int] = set()
+    again = unsure_count = 0
+    for index in range(first, len(offsets)):
+        identity = identities[index]
+        if ambiguous[index]:
+            unsure_count += 1
+        if consumed[index] or identity in seen:
+            again += 1
+        else:
+            seen.add(identity)
+    return Choice(start, None if unsure_count else again, unsure_count)
+
+
 class FrontierTracker:
     """The frontier of one source partition on its target partition, and its recent history.
 
@@ -114,11 +215,13 @@ class FrontierTracker:
         *,
         pending: Iterable[tuple[int, int]] = (),
         older: Iterable[Point] = (),
+        back: int | None = None,
         max_pending: int = 1_000_000,
         max_segments: int = 4096,
     ) -> None:
         self.upstream = upstream
         self.frontier = frontier
+        self.back = frontier if back is None or back < 0 else back
         self.max_pending = max_pending
         self.max_segments = max(2, max_segments)
         self.dropped = 0
@@ -126,6 +229,7 @@ class FrontierTracker:
         self._k0: list[int] = []
         self._f0: list[int] = []
         self._n: list[int] = []
+        self._x: list[int] = []
         self._older = sorted({p for p in older if p.upstream < upstream})
         for start, end in pending:
             for position in range(start, end):
@@ -151,13 +255,17 @@ class FrontierTracker:
             else:
                 self.dropped += 1
 
-    def advance(self, source_offset: int, *positions: int) -> None:
+    def advance(self, source_offset: int, *positions: int, returned: int | None = None) -> None:
         """Source record ``source_offset`` is processed; ``positions`` are its counterparts on the target.
 
+        ``returned``: the record is a copy of the target's own record at that offset (a loop skip);
+        the target's records come back in their order, so every one below it has come back (``back``).
         A record below ``upstream`` (read again after a restart) only adds its counterparts.
         """
         for position in positions:
             self.cover(position)
+        if returned is not None and returned >= self.back:
+            self.back = returned + 1
         if source_offset >= self.upstream:
             self.upstream = source_offset + 1
             self._append(self.upstream, self.frontier)
@@ -182,21 +290,22 @@ class FrontierTracker:
         n = self._n
         if n:
             end = n[-1]
-            if upstream == self._k0[-1] + end and downstream == self._f0[-1] + end:
+            if upstream == self._k0[-1] + end and downstream == self._f0[-1] + end and self._x[-1] == self.back:
                 n[-1] += count
                 return
         self._k0.append(upstream)
         self._f0.append(downstream)
+        self._x.append(self.back)
         n.append(count)
         if len(n) > self.max_segments:
             # Keep the ends of each dropped segment, thinned to every other one when there
             # are too many (the first is always kept): older offsets still translate, less exactly.
             drop = len(n) // 2
             for i in range(drop):
-                self._older.append(Point(self._k0[i], self._f0[i]))
+                self._older.append(Point(self._k0[i], self._f0[i], self._x[i]))
                 if n[i] > 1:
-                    self._older.append(Point(self._k0[i] + n[i] - 1, self._f0[i] + n[i] - 1))
-            del self._k0[:drop], self._f0[:drop], n[:drop]
+                    self._older.append(Point(self._k0[i] + n[i] - 1, self._f0[i] + n[i] - 1, self._x[i]))
+            del self._k0[:drop], self._f0[:drop], self._x[:drop], n[:drop]
             if len(self._older) > self.max_segments:
                 self._older = [*self._older[:1], *self._older[1:-1:2], self._older[-1]]
 
@@ -204,8 +313,8 @@ class FrontierTracker:
 
     @property
     def point(self) -> Point:
-        """The current point ``(upstream, frontier)``."""
-        return Point(self.upstream, self.frontier)
+        """The current point ``(upstream, frontier, back)``."""
+        return Point(self.upstream, self.frontier, self.back)
 
     def at(self, committed: int) -> Point | None:
         """The point with the largest upstream at or below ``committed`` this tracker knows, or ``None``."""
@@ -213,9 +322,24 @@ class FrontierTracker:
         if index >= 0:
             k0, f0, n = self._k0[index], self._f0[index], self._n[index]
             step = min(committed - k0, n - 1)
-            return Point(k0 + step, f0 + step)
+            return Point(k0 + step, f0 + step, self._x[index])
         index = bisect.bisect_right(self._older, Point(committed, 2**63)) - 1
         return self._older[index] if index >= 0 else None
+
+    def above(self, committed: int) -> Point | None:
+        """The point with the smallest upstream above ``committed`` this tracker knows, or ``None``."""
+        older = bisect.bisect_right(self._older, Point(committed, 2**63))
+        if older < len(self._older):
+            return self._older[older]
+        index = bisect.bisect_right(self._k0, committed)
+        if index > 0:
+            k0, f0, n = self._k0[index - 1], self._f0[index - 1], self._n[index - 1]
+            if committed + 1 < k0 + n:
+                step = committed + 1 - k0
+                return Point(k0 + step, f0 + step, self._x[index - 1])
+        if index < len(self._k0):
+            return Point(self._k0[index], self._f0[index], self._x[index])
+        return None
 
     def pending_ranges(self, limit: int = MAX_PENDING_RANGES) -> list[tuple[int, int]]:
         """Covered offsets above the frontier as ``[start, end)`` ranges, lowest first, at most ``limit``.
@@ -243,10 +367,10 @@ def sync_slot(sequence: int) -> int:
 
     Compaction keeps the newest sync of each slot, so the topic retains syncs spaced roughly
     1, 2, 4, 8, … syncs back: translation of older committed offsets keeps working, with a
-    redelivery that grows with their age.
+    redelivery that grows with their age. Sequence 0 is the partition's start (``START_SLOT``).
     """
     if sequence <= 0:
-        return 0
+        return START_SLOT
     return min(MAX_SLOT, (sequence & -sequence).bit_length() - 1)
 
 
@@ -259,6 +383,11 @@ def _int(data: dict[str, Any], name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValueError(f"{name} is not an integer")
     return value
+
+
+def _optional_int(data: dict[str, Any], name: str) -> int:
+    value = data.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else -1
 
 
 def _str(data: dict[str, Any], name: str) -> str:
@@ -280,7 +409,8 @@ class OffsetSync:
     """One point of a source partition, as written to the offset-syncs topic on the target.
 
     Key ``{"partition","slot","source","topic"}`` (compact JSON, sorted keys); value
-    ``{"downstream","pending","seq","target_partition","target_topic","ts","upstream"}``.
+    ``{"back","downstream","pending","seq","target_partition","target_topic","ts","upstream"}`` (``back``:
+    ``Point.back``, ``null`` when not known).
     """
 
     source: str
@@ -293,10 +423,11 @@ class OffsetSync:
     seq: int = 0
     ts: int = 0
     pending: tuple[tuple[int, int], ...] = field(default=())
+    back: int = -1
 
     @property
     def point(self) -> Point:
-        return Point(self.upstream, self.downstream)
+        return Point(self.upstream, self.downstream, self.back)
 
     def key(self) -> bytes:
         return _dumps(
@@ -313,6 +444,7 @@ class OffsetSync:
                 "seq": self.seq,
                 "ts": self.ts,
                 "pending": [list(r) for r in self.pending],
+                "back": self.back if self.back >= 0 else None,
             }
         )
 
@@ -338,6 +470,7 @@ class OffsetSync:
                 seq=_int(v, "seq") if "seq" in v else 0,
                 ts=_int(v, "ts") if "ts" in v else 0,
                 pending=pending,
+                back=_optional_int(v, "back"),
             )
         except (ValueError, TypeError, UnicodeDecodeError):
             return None
@@ -345,10 +478,13 @@ class OffsetSync:
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """A source group's committed offset and its translation, as written to the checkpoints topic.
+    """A source group's committed offset and the replicator's point at or below it, as written to the checkpoints
+    topic: ``upstream`` is the committed offset, ``(point_upstream, downstream, back)`` the point (``point_upstream``
+    equals ``upstream`` when the point is exactly there). ``failover translate`` starts from the point and reads the
+    target partition from ``downstream`` to count what the group would read again.
 
     Key ``{"group","partition","source","topic"}``; value
-    ``{"downstream","target_partition","target_topic","ts","upstream"}``.
+    ``{"back","downstream","point_upstream","target_partition","target_topic","ts","upstream"}``.
     """
 
     source: str
@@ -360,10 +496,13 @@ class Checkpoint:
     target_topic: str
     target_partition: int
     ts: int = 0
+    point_upstream: int = -1
+    back: int = -1
 
     @property
     def point(self) -> Point:
-        return Point(self.upstream, self.downstream)
+        upstream = self.point_upstream if 0 <= self.point_upstream <= self.upstream else self.upstream
+        return Point(upstream, self.downstream, self.back)
 
     def key(self) -> bytes:
         return _dumps({"source": self.source, "group": self.group, "topic": self.topic, "partition": self.partition})
@@ -376,6 +515,8 @@ class Checkpoint:
                 "target_topic": self.target_topic,
                 "target_partition": self.target_partition,
                 "ts": self.ts,
+                "point_upstream": self.point_upstream if self.point_upstream >= 0 else None,
+                "back": self.back if self.back >= 0 else None,
             }
         )
 
@@ -395,6 +536,8 @@ class Checkpoint:
                 target_topic=_str(v, "target_topic"),
                 target_partition=_int(v, "target_partition"),
                 ts=_int(v, "ts") if "ts" in v else 0,
+                point_upstream=_optional_int(v, "point_upstream"),
+                back=_optional_int(v, "back"),
             )
         except (ValueError, TypeError, UnicodeDecodeError):
             return None

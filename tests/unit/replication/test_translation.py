@@ -20,6 +20,7 @@ from mongocdc.replication.translation import (
     FrontierTracker,
     OffsetSync,
     Point,
+    choose,
     resolve,
     sync_slot,
     translate,
@@ -123,7 +124,7 @@ def test_pending_ranges_are_limited_lowest_first() -> None:
     assert tracker.pending_ranges(limit=2) == [(2, 4), (5, 6)]
 
 
-@pytest.mark.parametrize(("sequence", "slot"), [(0, 0), (1, 0), (2, 1), (3, 0), (4, 2), (12, 2), (2**30, 24)])
+@pytest.mark.parametrize(("sequence", "slot"), [(0, -1), (1, 0), (2, 1), (3, 0), (4, 2), (12, 2), (2**30, 24)])
 def test_sync_slot_counts_trailing_zeros(sequence: int, slot: int) -> None:
     assert sync_slot(sequence) == slot
 
@@ -268,3 +269,77 @@ def test_a_restored_tracker_continues_with_the_same_points(history: History, dat
         whole.advance(record[0], counterpart(*record))
         restored.advance(record[0], counterpart(*record))
         assert restored.point == whole.point
+
+
+# --- choosing where to resume: the target partition read from a point ----------------------
+
+
+@st.composite
+def target_partitions(draw: st.DrawFn) -> tuple[list[tuple[int, int | None]], int]:
+    """A target partition after restarts and crashes: runs of copies (each run starts at or below where the
+    previous one ended: a crash copies again from the last commit), records of the target's own in between."""
+    records: list[tuple[int, int | None]] = []
+    offset = draw(st.integers(0, 3))
+    source = 0
+    for _ in range(draw(st.integers(1, 4))):
+        source = max(0, source - draw(st.integers(0, 6)))  # a crash: copied again from an earlier commit
+        for _ in range(draw(st.integers(0, 10))):
+            if draw(st.integers(0, 5)) == 0:
+                records.append((offset, None))  # the target's own
+            else:
+                records.append((offset, source))
+                source += 1
+            offset += 1 + (1 if draw(st.integers(0, 12)) == 0 else 0)  # a hole: a marker or compaction
+    return records, offset
+
+
+def reads(records: list[tuple[int, int | None]], start: int) -> list[int]:
+    """The identities read when resuming at ``start`` (a copy: its source offset; the target's own: -1 - offset)."""
+    return [source if source is not None else -1 - offset for offset, source in records if offset >= start]
+
+
+@settings(max_examples=400, deadline=None)
+@given(partition=target_partitions(), data=st.data())
+def test_choose_reads_everything_not_consumed_and_counts_what_is_read_again(
+    partition: tuple[list[tuple[int, int | None]], int], data: st.DataObject
+) -> None:
+    records, end = partition
+    committed = data.draw(st.integers(0, 40))
+    own = [offset for offset, source in records if source is None]
+    back = data.draw(st.sampled_from([0, *[o + 1 for o in own]]))  # own records below it came back below committed
+
+    def consumed(identity: int) -> bool:
+        return identity < committed if identity >= 0 else -1 - identity < back
+
+    needed = {i for i in reads(records, 0) if not consumed(i)}
+    choice = choose(records, end, committed, back, back)
+    got = reads(records, choice.offset)
+    assert needed <= set(got)  # nothing missed
+    again = sum(1 for n, i in enumerate(got) if consumed(i) or i in got[:n])
+    assert choice.again == again  # the count is what the group reads again
+    assert choice.method == ("exact" if again == 0 else "sync")
+    for offset, _ in records:  # no later start that misses nothing reads less
+        if offset > choice.offset and needed <= set(reads(records, offset)):
+            raise AssertionError(f"{offset} misses nothing and is later than {choice.offset}")
+    # not knowing whether the own records between back and a later point came back: never past them, count unknown
+    later = data.draw(st.integers(back, end + 1))
+    unsure = choose(records, end, committed, back, later)
+    in_doubt = [o for o in own if back <= o < later]
+    if in_doubt:
+        assert unsure.offset <= min(in_doubt) and unsure.again is None and unsure.method == "unknown"
+    else:
+        assert unsure == choice
+
+
+def test_choose_uses_the_copies_written_after_a_crash_when_they_read_less() -> None:
+    first = [(i, i) for i in range(100)]  # copied once, then a crash before anything was committed
+    again = [(100 + i, i) for i in range(100)]  # copied again from 0
+    choice = choose(first + again, 200, 40, 0, 0)
+    assert (choice.offset, choice.again, choice.method) == (140, 0, "exact")
+    assert choose(first + again, 200, 0, 0, 0) == choose(first + again, 200, 0, 0, 0)
+    assert choose(first + again, 200, 0, 0, 0).offset == 100
+    assert choose(first, 100, 100, 0, 0).offset == 100  # everything consumed: resume at the end
+    # a copy run that stops part way: resume at the first copies, and count the second copies read again
+    partial = first + [(100 + i, i) for i in range(60)]
+    choice = choose(partial, 160, 40, 0, 0)
+    assert (choice.offset, choice.again, choice.method) == (60, 40, "sync")  # the second copies of 0..39
