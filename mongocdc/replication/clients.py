@@ -92,9 +92,14 @@ class ClientLog:
 
     def log(self, level: int, fmt: str, *args: Any) -> None:
         message = str(args[-1]) if args else fmt
-        if level >= logging.WARNING and _CONNECTION_FAILURE.search(message):
-            self.failed(message)
-            return
+        if _CONNECTION_FAILURE.search(message):
+            if level >= logging.WARNING:
+                self.failed(message)
+                return
+            if self.down:  # an informational disconnect (also an idle one) is only counted while down
+                with self._lock:
+                    self.suppressed += 1
+                return
         librdkafka_log.log(level, fmt, *args)
 
     def failed(self, reason: str) -> None:
@@ -162,7 +167,7 @@ class Cluster:
     def _on_error(self, err: KafkaError) -> None:
         if err.fatal():
             log.error("Kafka (%s %s) failed fatally: %s", self.role, self.bootstrap, describe_error(err))
-        elif err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
+        elif err.code() == KafkaError._ALL_BROKERS_DOWN:
             self.client_log.failed(err.str())
         else:
             log.debug("Kafka (%s %s): %s", self.role, self.bootstrap, describe_error(err))

@@ -194,6 +194,7 @@ class Replicator:
         self._stop: threading.Event | None = None
         self._stop_seen: float | None = None  # when the copy loop saw the stop: the shutdown timeout runs from it
         self._unflushed = False  # the last flush gave up: close() drops what is left instead of waiting
+        self._stalled = False  # the producer's queue is full: said once, until the target acknowledges again
 
     # --- start ---------------------------------------------------------------------------
 
@@ -523,6 +524,7 @@ class Replicator:
                         headers.append(stamp)  # a new list per call of ``Message.headers()``, ours to change
                 kind, ts = msg.timestamp()
                 value = msg.value()
+                waited = 0.0
                 while True:
                     try:
                         produce(
@@ -536,9 +538,10 @@ class Replicator:
                         )
                         break
                     except BufferError:
+                        waited = waited or time.monotonic()
                         self._producer.poll(0.05)
                         self._check()
-                        self._waiting_for_room()
+                        self._waiting_for_room(waited)
                     except KafkaException as exc:
                         raise self._produce_error(exc, part, offset) from exc
                 done(offset)
@@ -551,8 +554,15 @@ class Replicator:
             self.stats.bytes += size
         self._producer.poll(0)
 
-    def _waiting_for_room(self) -> None:
-        """The producer's queue is full (the target is slow or down): give up when a stop was asked for."""
+    def _waiting_for_room(self, since: float) -> None:
+        """The producer's queue is full (the target is slow or down) since ``since``: said once when that lasts a
+        second; give up when a stop was asked for."""
+        if not self._stalled and time.monotonic() - since >= 1.0:
+            self._stalled = True
+            log.warning(
+                "the producer's queue is full: copying waits for the target cluster at %s to acknowledge copies",
+                self.target.bootstrap,
+            )
         if self._stop is not None and self._stop.is_set():
             self._stopping()
             raise _Interrupted
@@ -657,8 +667,9 @@ class Replicator:
         else:
             self._producer.poll(0)
             self._check()
-        if self.target.client_log.down and any(part.acks for part in self._parts.values()):
+        if (self.target.client_log.down or self._stalled) and any(part.acks for part in self._parts.values()):
             self.target.client_log.answered()
+            self._stalled = False
         now_ms = int(time.time() * 1000)
         syncs = 0
         for part in self._parts.values():
@@ -814,14 +825,16 @@ class Replicator:
             )
 
     def _produce_internal(self, topic: str, key: bytes, value: bytes) -> None:
+        waited = 0.0
         while True:
             try:
                 self._producer.produce(topic, value, key)
                 return
             except BufferError:
+                waited = waited or time.monotonic()
                 self._producer.poll(0.05)
                 self._check()
-                self._waiting_for_room()
+                self._waiting_for_room(waited)
 
     def group_offsets(self) -> dict[str, dict[tuple[str, int], int]]:
         """The committed offsets of every selected group on the source (admin requests: they block)."""
