@@ -126,6 +126,7 @@ class _Partition:
         "seq",
         "skips",
         "start_point",
+        "target_low",
         "target_partition",
         "target_topic",
         "topic",
@@ -161,6 +162,7 @@ class _Partition:
         self.seq = seq
         self.last_sync: Point | None = None  # nothing written yet: the first sync is written before copying
         self.start_point: Point | None = None  # the partition's start, to write to its own slot (START_SLOT)
+        self.target_low = 0  # the target partition's first offset when replication of it started here
 
 
 class Replicator:
@@ -311,6 +313,7 @@ class Replicator:
         seq = 0
         early: dict[int, list[int]] = {}
         start_point: Point | None = None
+        target_low = 0
         if keep:
             target_low, target_high = self.target.watermarks(target_topic, partition)
             sync = self._syncs.get((topic, partition))
@@ -338,6 +341,7 @@ class Replicator:
         part = _Partition(topic, partition, target_topic, keep, tracker, encoder, start, seq)
         part.early = early
         part.start_point = start_point
+        part.target_low = target_low
         self._parts[(topic, partition)] = part
         part.on_delivery = self._acknowledger(part.acks) if keep else self._delivered
         return part
@@ -861,9 +865,8 @@ class Replicator:
                 if part is None or part.tracker is None:
                     continue
                 point = part.tracker.at(committed)
-                if point is None:  # below the start of the copied range: the target's start is safe
-                    low = self.target.watermarks(part.target_topic, part.partition)[0]
-                    point = Point(committed, low, -1)
+                if point is None:  # below the start of the copied range: nothing below the target's start is read
+                    point = Point(committed, part.target_low, -1)
                 key = (group, topic, partition)
                 if self._checkpointed.get(key) == (committed, point.downstream):
                     continue
