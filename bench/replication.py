@@ -18,6 +18,10 @@ side goes first, after an uncounted warm-up round.
 Both clocks end at the broker's append time of the last copy (the target topics use
 ``LogAppendTime``), read after the run, so the benchmark's main thread polls for completion only
 every 100 ms and hardly competes with the copy loop for the GIL.
+
+Then, on the same source topic and brokers, ``mongocdc replicate`` against Apache Kafka MirrorMaker 2
+(``bench/mirrormaker.py``): throughput, CPU-seconds and the re-reads of a consumer group moved by each
+(``--no-mirrormaker`` skips it).
 """
 
 from __future__ import annotations
@@ -45,6 +49,17 @@ VALUE_BYTES = 1024
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replication-records", type=int, default=100_000, help="records per replication run (100000)")
+    parser.add_argument(
+        "--no-mirrormaker",
+        action="store_true",
+        help="replication: skip the comparison with MirrorMaker 2 (fetched from Maven Central the first time)",
+    )
+    parser.add_argument(
+        "--mm2-group-at",
+        type=float,
+        default=0.4,
+        help="replication: where the failed-over group committed on each source partition (0.4 of it)",
+    )
     parser.add_argument(
         "--target-bootstrap-servers",
         default=None,
@@ -205,7 +220,13 @@ def bench_replication(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 if tag != "warmup":
                     (bare if name == "baseline" else mine).append(timing)
+        mirrormaker = None
+        if not getattr(args, "no_mirrormaker", False):
+            from bench.mirrormaker import bench_mirrormaker
+
+            mirrormaker = bench_mirrormaker(source, target, topic, count, partitions, args.mm2_group_at)
     return {
+        "mirrormaker": mirrormaker,
         "records": count,
         "value_bytes": VALUE_BYTES,
         "partitions": partitions,
@@ -220,10 +241,13 @@ def bench_replication(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> list[str]:
+    from bench.mirrormaker import render as render_mirrormaker
+
+    extra = render_mirrormaker(result["mirrormaker"], result["records"]) if result.get("mirrormaker") else []
     return [
         ratio_row(f"replication ({result['records']:,} x 1 KB, records/s)", result),
         f"  replication runs (records/s): mongocdc {result['mongocdc']['rates']}  "
         f"baseline {result['baseline']['rates']}",
         f"  process CPU per run (mean s): mongocdc {result['mongocdc']['phases_mean_s'].get('process_cpu')}  "
         f"baseline {result['baseline']['phases_mean_s'].get('process_cpu')}",
-    ]
+    ] + extra
