@@ -26,7 +26,8 @@ log = logging.getLogger("mongocdc.failover")
 @dataclass(frozen=True)
 class PartitionTranslation:
     """One row: ``partition`` is the source partition (``None`` for a key-partitioned copy, translated per target
-    partition); ``again``: at most how many records already consumed the group may see again (``None``: unknown)."""
+    partition); ``again``: how many records the group reads again from ``target_offset`` (``None``: not known);
+    ``reason``: why a committed partition is not translated."""
 
     topic: str
     partition: int | None
@@ -36,6 +37,7 @@ class PartitionTranslation:
     target_offset: int | None
     method: Method
     again: int | None
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,12 +65,7 @@ class TranslationReport:
     def warnings(self) -> list[str]:
         """What an operator must know before moving the group: each partition that is not translated, named."""
         found = [
-            f"{row.topic}[{row.partition}] (committed {row.committed}) cannot be translated: "
-            + (
-                f"{row.target_topic} does not exist on the target"
-                if row.target_topic is None
-                else "no offset sync covers it and the source cannot be read for timestamps"
-            )
+            f"{row.topic}[{row.partition}] (committed {row.committed}) cannot be translated: {row.reason or 'unknown'}"
             for row in self.untranslated
         ]
         found += [
@@ -202,7 +199,12 @@ class Translator:
             key = (topic, partition)
             target_topic, target_partition = where.get(key, (renamer(topic), partition))
             if target_topic not in target_counts:
-                rows.append(PartitionTranslation(topic, partition, offset, None, None, None, "none", None))
+                rows.append(
+                    PartitionTranslation(
+                        topic, partition, offset, target_topic, None, None, "none", None,
+                        f"{target_topic} does not exist on the target cluster",
+                    )
+                )  # fmt: skip
                 continue
             if key in points:
                 choice = self._choose(source_id, topic, partition, offset, points[key], target_topic, target_partition)
@@ -220,7 +222,12 @@ class Translator:
                 )
                 continue
             if not reachable or self.source is None:
-                rows.append(PartitionTranslation(topic, partition, offset, target_topic, None, None, "none", None))
+                rows.append(
+                    PartitionTranslation(
+                        topic, partition, offset, target_topic, None, None, "none", None,
+                        "no offset sync covers it, and the source cluster is not there to read timestamps from",
+                    )
+                )  # fmt: skip
                 continue
             ts = _first_unconsumed_time(self.source, topic, partition, offset)
             by_timestamp.setdefault(topic, {})[partition] = ts if ts is not None else -1

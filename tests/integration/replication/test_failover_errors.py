@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.integration.helpers import run_cli, wait_until
 from tests.integration.replication.conftest import (
@@ -93,3 +93,36 @@ def test_timestamp_method_when_no_sync_covers_the_topic(replicated: dict[str, st
     code, out, err = translate(replicated, "--group", group, "--source", a, "--output", "json")
     assert code == 0, err
     assert [(r["method"], r["target_offset"]) for r in json.loads(out)["partitions"]] == [("timestamp", 4)]
+
+
+def test_a_committed_partition_that_cannot_be_translated_is_named_and_apply_refuses(
+    replicated: dict[str, str],
+) -> None:
+    """A group that also committed on a topic nobody copies: warned about by name; --apply writes nothing unless
+    --allow-partial, which writes the other partitions."""
+    a, b, topic = replicated["a"], replicated["b"], replicated["topic"]
+    other, group = f"uncopied-{uuid.uuid4().hex[:8]}", f"partial-{uuid.uuid4().hex[:6]}"
+    create_topic(a, other, 1)
+    produce(a, other, make_records("u", 5))
+    committer = Consumer({"bootstrap.servers": a, "group.id": group, "enable.auto.commit": False})
+    try:
+        committer.commit(offsets=[TopicPartition(topic, 0, 3), TopicPartition(other, 0, 2)], asynchronous=False)
+    finally:
+        committer.close()
+
+    code, out, err = translate(replicated, "--group", group, "--source", a, "--output", "json")
+    assert code == 0, err
+    assert f"{other}[0] (committed 2) cannot be translated: {other} does not exist on the target cluster" in err
+    report = json.loads(out)
+    assert report["untranslated"] == [[other, 0]]
+    assert {(row["topic"], row["method"]) for row in report["partitions"]} == {(topic, "exact"), (other, "none")}
+
+    code, _, err = translate(replicated, "--group", group, "--source", a, "--apply")
+    assert code == 2, err
+    assert f"error: group {group} committed offsets on 1 partition(s) that cannot be translated: {other}[0]" in err
+    assert "--allow-partial" in err
+    assert committed(b, group, topic, 1) == {}  # nothing written
+
+    code, _, err = translate(replicated, "--group", group, "--source", a, "--apply", "--allow-partial")
+    assert code == 0, err
+    assert committed(b, group, topic, 1) == {0: 3}
