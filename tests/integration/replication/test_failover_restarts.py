@@ -6,7 +6,8 @@ group on Kafka's Java client reads part of A and commits offset 0 on the partiti
 Java client commits every assigned partition), a confluent-kafka group reads another part (committing
 only the partitions it read); A goes down; ``failover translate --apply`` moves both groups to B from the
 checkpoints; the Java group resumes on B with ``auto.offset.reset=latest`` (the Java default, which
-skips whatever has no committed offset), the other with the setting it had on A. Each must miss nothing,
+skips whatever has no committed offset; once with ``group.protocol=consumer``), the other with the setting
+it had on A. Each must miss nothing,
 and on each partition read again exactly as many records as the report said (``exact`` only where that
 is 0).
 """
@@ -95,6 +96,7 @@ def test_failover_after_a_restart_misses_nothing_and_counts_what_is_read_again(
     a: Any, second_kafka: str, java_reader: JavaGroupReader, tmp_path: Path, restart: str
 ) -> None:
     b = second_kafka
+    protocol = "consumer" if restart == "kill" else "classic"  # the Java group: KIP-848's protocol in one case
     topic = f"rs-{restart}-{uuid.uuid4().hex[:8]}"
     java_group, python_group = f"java-{uuid.uuid4().hex[:6]}", f"py-{uuid.uuid4().hex[:6]}"
     name = f"rs-{uuid.uuid4().hex[:6]}"
@@ -137,7 +139,7 @@ def test_failover_after_a_restart_misses_nothing_and_counts_what_is_read_again(
     try:
         wait_until(lambda: caught_up(proc, copied_again), f"{copied_again} copies after the restart", timeout=120)
         # the Java group reads partitions 0 and 1 only, and commits 0 on 2 and 3
-        on_a_java = java_reader(a.bootstrap, java_group, topic, 700, "0,1")
+        on_a_java = java_reader(a.bootstrap, java_group, topic, 700, "0,1", "earliest", protocol)
         assert on_a_java.committed[2] == 0 and on_a_java.committed[3] == 0
         on_a_python = python_group_read(a.bootstrap, python_group, topic, 1500, reset="earliest")
         for group, read in ((java_group, on_a_java), (python_group, on_a_python)):
@@ -149,7 +151,7 @@ def test_failover_after_a_restart_misses_nothing_and_counts_what_is_read_again(
     everything = {r.key.decode() for r in [*first, *more]}
     java_report = translate_apply(config, java_group, a.bootstrap, b)
     assert java_report["source_reachable"] is False
-    on_b_java = java_reader(b, java_group, topic, -1, "all", "latest")
+    on_b_java = java_reader(b, java_group, topic, -1, "all", "latest", protocol)
     read = {key for _, _, key in [*on_a_java.records, *on_b_java.records]}
     assert everything - read == set()  # missing: 0
     check_report(java_report, read_again(on_a_java.records, on_b_java.records), on_a_java.committed)
