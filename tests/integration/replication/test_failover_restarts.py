@@ -1,15 +1,14 @@
 """Failover after replicator restarts and crashes, with consumers mongocdc did not write.
 
-A → B with a restart in between: SIGTERM after everything was copied; kill -9 part way through a copy
-that had committed nothing; kill -9 after copying records it had not committed yet, above a commit. A
-group on Kafka's Java client reads part of A and commits offset 0 on the partitions it did not read (the
-Java client commits every assigned partition), a confluent-kafka group reads another part (committing
-only the partitions it read); A goes down; ``failover translate --apply`` moves both groups to B from the
-checkpoints; the Java group resumes on B with ``auto.offset.reset=latest`` (the Java default, which
-skips whatever has no committed offset; once with ``group.protocol=consumer``), the other with the setting
-it had on A. Each must miss nothing,
-and on each partition read again exactly as many records as the report said (``exact`` only where that
-is 0).
+A → B with a restart in between: SIGTERM after everything was copied, or part way through a copy;
+kill -9 part way through a copy that had committed nothing; kill -9 after copying records it had not
+committed yet, above a commit. A group on Kafka's Java client reads part of A and commits offset 0 on
+the partitions it did not read (the Java client commits every assigned partition), a confluent-kafka
+group reads another part (committing only the partitions it read); A goes down; ``failover translate
+--apply`` moves both groups to B from the checkpoints; the Java group resumes on B with
+``auto.offset.reset=latest`` (the Java default, which skips whatever has no committed offset; once with
+``group.protocol=consumer``), the other with the setting it had on A. Each must miss nothing, and on
+each partition read again exactly as many records as the report said (``exact`` only where that is 0).
 """
 
 from __future__ import annotations
@@ -91,7 +90,7 @@ def check_report(report: dict[str, Any], again: dict[int, int], committed: dict[
         assert row["method"] == ("exact" if row["again"] == 0 else "sync"), row
 
 
-@pytest.mark.parametrize("restart", ["sigterm", "kill", "kill-after-commit"])
+@pytest.mark.parametrize("restart", ["sigterm", "sigterm-during", "kill", "kill-after-commit"])
 def test_failover_after_a_restart_misses_nothing_and_counts_what_is_read_again(
     a: Any, second_kafka: str, java_reader: JavaGroupReader, tmp_path: Path, restart: str
 ) -> None:
@@ -118,6 +117,16 @@ def test_failover_after_a_restart_misses_nothing_and_counts_what_is_read_again(
         wait_until(lambda: caught_up(proc, 2000), "2000 copies")
         assert proc.stop() == 0, proc.stderr
         copied_again = 1000
+    elif restart == "sigterm-during":  # a clean stop part way through a slowed-down copy
+        throttled = write_config(
+            tmp_path, **{"dest.kafka.queue.buffering.max.messages": 20, "dest.kafka.linger.ms": 100}
+        )
+        proc = start_replicator(throttled, a.bootstrap, b, topic, name, *groups)
+        wait_until(lambda: copies_on_b() >= 300, "300 copies on B")
+        assert proc.stop() == 0, proc.stderr
+        done = sum(committed(a.bootstrap, name, topic, PARTITIONS).values())
+        assert 300 <= done < 2000 and copies_on_b() == done  # stopped part way, everything copied committed
+        copied_again = 3000 - done
     elif restart == "kill":  # kill -9 part way through a copy that committed nothing: all is copied again
         proc = start_replicator(slow, a.bootstrap, b, topic, name, *groups)
         wait_until(lambda: copies_on_b() >= 1000, "1000 copies on B")
