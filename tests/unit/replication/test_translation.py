@@ -343,3 +343,41 @@ def test_choose_uses_the_copies_written_after_a_crash_when_they_read_less() -> N
     partial = first + [(100 + i, i) for i in range(60)]
     choice = choose(partial, 160, 40, 0, 0)
     assert (choice.offset, choice.again, choice.method) == (60, 40, "sync")  # the second copies of 0..39
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=histories())
+def test_back_is_one_past_the_last_record_of_the_target_that_came_back(history: History) -> None:
+    """Records of the target's own come back in their order: below ``back`` every one has (``Point.back``)."""
+    local_position = {index: pos for pos, (kind, index) in history.target.items() if kind == "local"}
+    copy_position = {src: pos for pos, (kind, src) in history.target.items() if kind == "copy"}
+    start = history.source[0][0] if history.source else 0
+    tracker = FrontierTracker(start, history.target_start)
+    expected = history.target_start
+    for offset, kind, index in history.source[: history.processed]:
+        if kind == "local":
+            tracker.advance(offset, copy_position[offset])
+        else:
+            tracker.advance(offset, local_position[index], returned=local_position[index])
+            expected = local_position[index] + 1
+        assert tracker.point.back == expected
+        point = tracker.at(offset + 1)
+        assert point is not None and point.back == expected
+        came_back = {local_position[i] for o, k, i in history.source if k == "copy" and o <= offset}
+        assert all(pos in came_back for pos in local_position.values() if pos < expected)
+
+
+def test_sync_and_checkpoint_records_carry_back_and_the_point() -> None:
+    sync = OffsetSync("cl", "orders", 2, 10, 7, "orders", 2, seq=0, ts=1, back=9)
+    parsed = OffsetSync.parse(sync.key(), sync.value())
+    assert parsed == sync and parsed is not None and parsed.point.back == 9
+    assert b'"slot":-1' in sync.key()  # the start has a slot of its own
+    checkpoint = Checkpoint("cl", "g", "orders", 1, 50, 40, "orders", 1, ts=2, point_upstream=45, back=12)
+    parsed_checkpoint = Checkpoint.parse(checkpoint.key(), checkpoint.value())
+    assert parsed_checkpoint == checkpoint and parsed_checkpoint is not None
+    assert (parsed_checkpoint.point.upstream, parsed_checkpoint.point.downstream, parsed_checkpoint.point.back) == (
+        45, 40, 12,
+    )  # fmt: skip
+    legacy = Checkpoint.parse(checkpoint.key(), b'{"upstream":50,"downstream":40,"target_topic":"orders",'
+                                               b'"target_partition":1}')  # fmt: skip
+    assert legacy is not None and (legacy.point.upstream, legacy.point.back) == (50, -1)
