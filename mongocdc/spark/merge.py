@@ -12,6 +12,23 @@ or the columns projected from it) and its **position**, compared in this order:
 4. ``_kafka_partition``, ``_kafka_offset``: the order the connector wrote them in (a key always
    lands in the same partition).
 
+What ``source.ts_ms`` and ``source.ord`` hold (Debezium 3.6's MongoDB connector, and mongocdc since it
+writes the same records):
+
+* a streamed change: its ``wallTime`` in milliseconds (the cluster time's seconds × 1000 before
+  MongoDB 6.0) and the cluster time's increment. Changes compare in MongoDB's order as long as the
+  primary's wall clock follows its cluster time;
+* an incremental snapshot read: its closing watermark's cluster time, seconds × 1000 and increment.
+  A change streamed after the watermark is in the same second with a higher increment, or in a later
+  second, and wins; an earlier change of the watermark's own second ranks after the read, which holds
+  the same document (the window dropped every key changed while it was open);
+* an initial or blocking snapshot read: the time the connector read the document (its own clock, in
+  milliseconds) and ``ord`` -1, so it ranks before the changes of the same millisecond. This is not a
+  place in MongoDB's history (the record carries none; the snapshot's start position is not in it):
+  a change made after the document was read but stamped earlier than the read's time — made while
+  the read waited to be written, or earlier on the MongoDB clock by the skew between the two clocks —
+  loses to the read, and the key keeps the read's document until its next change.
+
 State rows have the same columns. A deleted key stays in the state as a *delete marker*
 (``_op = 'd'``, no payload) holding the delete's position, so a duplicate, a replay or a stale
 snapshot read that arrives after the delete cannot bring the document back. Sinks keep markers
@@ -32,6 +49,8 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+
+from mongocdc.spark import columns
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -169,12 +188,19 @@ def parse_schema(text: str) -> StructType:
 
 
 def project(changes: DataFrame, schema: StructType | None) -> DataFrame:
-    """Replace ``document`` by typed columns read from it (``schema``), or keep it as JSON (``None``)."""
+    """Replace ``document`` by typed columns read from it (``schema``), or keep it as JSON (``None``).
+
+    Debezium's strict JSON values (``{"$numberLong": "5"}``, ``{"$date": <millis>}``, ``{"$oid": …}``,
+    bare ``NaN``) and the relaxed forms of older topics become the requested types (``columns``).
+    The document is parsed once, into a column the second projection reads each field from.
+    """
     if schema is None:
         return changes
-    doc = F.from_json(F.col(DOCUMENT), schema)
+    raw, fields = columns.projection(schema)
     others = [c for c in changes.columns if c != DOCUMENT]
-    return changes.select(*others, *[doc[f.name].alias(f.name) for f in schema.fields])
+    # ``document`` stays below the typed columns: ``applicable`` still tells updates without it apart
+    parsed = changes.select("*", F.from_json(F.col(DOCUMENT), raw, columns.JSON_OPTIONS).alias(columns.DOC))
+    return parsed.selectExpr(*[f"`{c}`" for c in others], *fields)
 
 
 RANK = "_mongocdc_rank"

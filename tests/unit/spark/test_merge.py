@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from tests.spark_support import Topic, documents, envelope, records
+from mongocdc.engine.transactions import TransactionRecord
+from mongocdc.events.changes import session_id
+from mongocdc.events.envelope import heartbeat_record
+from tests.spark_support import LSID, PREFIX, Topic, documents, envelope, records
 
 pytestmark = pytest.mark.spark
 
@@ -77,7 +80,7 @@ def test_deletes_followed_by_stale_reads_and_replays_stay_deleted(
         t.add(envelope("c", "k2", {"v": 1}, ts_ms=1000)),
     ]
     stale = [
-        t.add(envelope("r", "k1", {"v": "snapshot"}, ts_ms=1500, snapshot="incremental")),  # read before the delete
+        t.add(envelope("r", "k1", {"v": "snapshot"}, ts_ms=1000, snapshot="incremental")),  # read before the delete
         t.add(envelope("c", "k1", {"v": 1}, ts_ms=1000)),  # replay of the insert
         t.add(envelope("u", "k1", {"v": 2}, ts_ms=1800)),  # replay of an update older than the delete
         t.add(envelope("d", "k2", None, ts_ms=2000)),
@@ -99,22 +102,87 @@ def test_deletes_followed_by_stale_reads_and_replays_stay_deleted(
     assert markers(state) == {"k2": 2000}
 
 
+def values(state: Any) -> dict[Any, Any]:
+    return {k: d["v"] for k, d in live(state).items()}
+
+
 def test_snapshot_reads_order_before_streamed_changes_of_the_same_position(spark: Any) -> None:
     t = Topic(ORDERS)
+    # an incremental read is at its closing watermark's cluster time (seconds × 1000, increment), as is
+    # a streamed change whose wallTime is that second's first millisecond
     streamed = t.add(envelope("u", 1, {"v": "streamed"}, ts_ms=2000, ord=5))
     read_same = t.add(envelope("r", 1, {"v": "read"}, ts_ms=2000, ord=5, snapshot="incremental"))
     read_newer = t.add(envelope("r", 2, {"v": "read"}, ts_ms=2000, ord=6, snapshot="incremental"))
     older = t.add(envelope("u", 2, {"v": "streamed"}, ts_ms=2000, ord=5))
-    read_first = t.add(envelope("r", 3, {"v": "initial"}, ts_ms=1000, ord=1, snapshot="true"))
+    # an initial snapshot read has ord -1: it orders before a change of the same millisecond
+    read_first = t.add(envelope("r", 3, {"v": "initial"}, ts_ms=1000, snapshot="true"))
     update = t.add(envelope("u", 3, {"v": "later"}, ts_ms=1000, ord=2))
     # a transaction's events share one position; their order in the transaction decides, not the offset
     txn_second = t.add(envelope("u", 4, {"v": "second"}, ts_ms=4000, ord=9, txn_order=2))
     txn_first = t.add(envelope("u", 4, {"v": "first"}, ts_ms=4000, ord=9, txn_order=1))
     state = state_after(spark, [streamed, older, update, txn_second], [read_same, read_newer, read_first, txn_first])
-    assert {k: d["v"] for k, d in live(state).items()} == {1: "streamed", 2: "read", 3: "later", 4: "second"}
+    assert values(state) == {1: "streamed", 2: "read", 3: "later", 4: "second"}
     # arrival order does not matter
     state = state_after(spark, [read_same, read_first, txn_first], [streamed, update, txn_second])
-    assert {k: d["v"] for k, d in live(state).items()} == {1: "streamed", 3: "later", 4: "second"}
+    assert values(state) == {1: "streamed", 3: "later", 4: "second"}
+
+
+def test_initial_snapshot_reads_order_by_their_read_time_against_streamed_changes(spark: Any) -> None:
+    """Debezium 3.6's initial (and blocking) snapshot reads carry the time of the read (``source.ts_ms``,
+    ``ord`` -1), streamed changes their ``wallTime`` and the cluster time's increment: a read never
+    overwrites a change made after it, and a change made before it (streamed by an earlier run, or
+    replayed later) never overwrites the read, whatever order they arrive in."""
+    t = Topic(ORDERS)
+    rows = [
+        t.add(envelope("c", 1, {"v": "before the snapshot"}, ts_ms=1_700_000_000_100, ord=3)),
+        t.add(envelope("u", 2, {"v": "before the snapshot"}, ts_ms=1_700_000_004_999, ord=40)),
+        t.add(envelope("d", 3, None, ts_ms=1_700_000_000_200, ord=1)),
+        t.add(envelope("r", 1, {"v": "read"}, ts_ms=1_700_000_005_000, snapshot="true")),
+        t.add(envelope("r", 2, {"v": "read"}, ts_ms=1_700_000_005_001, snapshot="true")),
+        t.add(envelope("r", 3, {"v": "read"}, ts_ms=1_700_000_005_002, snapshot="true")),  # inserted again since
+        t.add(envelope("r", 4, {"v": "read"}, ts_ms=1_700_000_005_003, snapshot="true")),
+        t.add(envelope("r", 5, {"v": "read"}, ts_ms=1_700_000_005_004, snapshot="last")),
+        # streamed after the snapshot: changes made after the reads (the same millisecond for key 4)
+        t.add(envelope("u", 1, {"v": "after"}, ts_ms=1_700_000_005_001, ord=1)),
+        t.add(envelope("u", 4, {"v": "after"}, ts_ms=1_700_000_005_003, ord=1)),
+        t.add(envelope("d", 5, None, ts_ms=1_700_000_009_000, ord=2)),
+    ]
+    expected = {1: "after", 2: "read", 3: "read", 4: "after"}
+    assert values(state_after(spark, rows)) == expected
+    for cut in (3, 6, 9):
+        assert values(state_after(spark, rows[cut:], rows[:cut])) == expected  # the older half last
+        assert values(state_after(spark, rows[:cut], rows[cut:], rows[:cut])) == expected  # and replayed
+    assert markers(state_after(spark, rows[8:], rows[:8])) == {5: 1_700_000_009_000}
+
+
+def test_incremental_reads_order_at_their_watermark_against_streamed_changes(spark: Any) -> None:
+    """An incremental read is at the closing watermark's cluster time: ``ts_ms`` its seconds × 1000,
+    ``ord`` its increment. A change streamed after the watermark has a later cluster time, so its
+    ``wallTime`` is in the same second with a higher increment, or in a later second: it wins. A change
+    of an earlier second loses; one earlier in the watermark's own second (a higher ``wallTime``, a lower
+    increment) ranks after the read, which holds the same document (the window dropped every key
+    changed while it was open)."""
+    t = Topic(ORDERS)
+    watermark_s, watermark_ord = 1_700_000_007, 41
+    read = {"ts_ms": watermark_s * 1000, "ord": watermark_ord, "snapshot": "incremental"}
+    rows = [
+        t.add(envelope("u", 1, {"v": "earlier second"}, ts_ms=watermark_s * 1000 - 1, ord=80)),
+        t.add(envelope("u", 2, {"v": "read"}, ts_ms=watermark_s * 1000 + 300, ord=12)),  # before the window
+        *(t.add(envelope("r", k, {"v": "read"}, **read)) for k in range(1, 6)),
+        t.add(envelope("u", 3, {"v": "after, same second"}, ts_ms=watermark_s * 1000 + 600, ord=55)),
+        t.add(envelope("u", 4, {"v": "after, same millisecond"}, ts_ms=watermark_s * 1000, ord=42)),
+        t.add(envelope("d", 5, None, ts_ms=watermark_s * 1000 + 1000, ord=1)),
+        # MongoDB before 6.0: no wallTime, ts_ms is the cluster seconds × 1000 as the read's
+        t.add(envelope("u", 6, {"v": "streamed"}, ts_ms=watermark_s * 1000, ord=40, wall_time=False)),
+        t.add(envelope("r", 6, {"v": "read"}, **read)),
+        t.add(envelope("r", 7, {"v": "read"}, **read)),
+        t.add(envelope("u", 7, {"v": "streamed"}, ts_ms=watermark_s * 1000, ord=42, wall_time=False)),
+    ]
+    expected = {1: "read", 2: "read", 3: "after, same second", 4: "after, same millisecond", 6: "read", 7: "streamed"}
+    assert values(state_after(spark, rows)) == expected
+    for cut in (2, 7, 11):
+        assert values(state_after(spark, rows[cut:], rows[:cut])) == expected
+    assert markers(state_after(spark, rows)) == {5: watermark_s * 1000 + 1000}
 
 
 def test_parse_reads_both_envelopes_and_skips_tombstones_metadata_topics_and_partial_updates(spark: Any) -> None:
@@ -122,14 +190,19 @@ def test_parse_reads_both_envelopes_and_skips_tombstones_metadata_topics_and_par
     from mongocdc.spark.options import skip_topics_regex
 
     orders, users = Topic(ORDERS), Topic("it.crm.users", partition=2)
+    txn = f"{session_id(LSID)}:1"
+    begin = TransactionRecord("BEGIN", txn, 1000)
+    end = TransactionRecord("END", txn, 1100, 1, (("shop.orders", 1),))
     rows = [
         orders.add(envelope("c", {"$oid": "64b000000000000000000001"}, {"v": 1}, ts_ms=1000)),
         orders.add(envelope("d", 7, None, ts_ms=1100)),
         orders.add((json.dumps({"id": "7"}).encode(), None)),  # tombstone after the delete
         orders.add(envelope("u", 8, None, ts_ms=1200)),  # update without the full document
         users.add(envelope("c", "u1", {"name": "Ann"}, ts_ms=1000, db="crm", collection="users", wrapped=True)),
-        ("it.transaction", 0, 0, b'{"id":"lsid:1"}', b'{"status":"BEGIN","id":"lsid:1","ts_ms":1}'),
-        ("__debezium-heartbeat.it", 0, 0, b'{"serverName":"it"}', b'{"ts_ms":1000}'),
+        ("it.transaction", 0, 0, begin.key_bytes(), begin.value_bytes()),
+        ("it.transaction", 0, 1, end.key_bytes(True), end.value_bytes(True)),
+        ("__debezium-heartbeat.it", 0, 0, *heartbeat_record(PREFIX, 1000)),
+        ("__debezium-heartbeat.it", 0, 1, *heartbeat_record(PREFIX, 2000, schemas_enable=True)),
     ]
     parsed = m.parse_records(records(spark, rows), skip_topics_regex("it", "transaction", "__debezium-heartbeat"))
     got = sorted(
