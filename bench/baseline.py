@@ -17,7 +17,7 @@ import pymongo
 from bson import Timestamp
 from confluent_kafka import Producer
 
-from bench.common import Timing, baseline_producer_config
+from bench.common import CPU, Timing, baseline_producer_config
 from mongocdc.events.codec import document_to_json, value_to_json
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -71,12 +71,14 @@ def snapshot(uri: str, bootstrap: str, db: str, coll: str, topic: str, *, batch_
     try:
         collection = client[db][coll]
         collection.estimated_document_count()  # connection pool warmed outside the clock
+        cpu = CPU.sample()
         started = time.perf_counter()
         count = _pipeline(producer, topic, db, coll, "r", ((d, 0) for d in collection.find(batch_size=batch_size)))
         queued = time.perf_counter()
         producer.flush()
         ended = time.perf_counter()
-        return Timing(count, ended - started, {"read+convert+produce": queued - started, "flush": ended - queued})
+        phases = {"read+convert+produce": queued - started, "flush": ended - queued}
+        return Timing(count, ended - started, {**phases, **CPU.since(cpu, CPU.sample())})
     finally:
         client.close()
 
@@ -111,6 +113,7 @@ def stream(
     producer = _producer(bootstrap)
     try:
         client.admin.command("ping")
+        cpu = CPU.sample()
         started = time.perf_counter()
         with client[db][coll].watch(
             resume_after=token, full_document="updateLookup", batch_size=batch_size, max_await_time_ms=poll_ms
@@ -130,6 +133,7 @@ def stream(
         queued = time.perf_counter()
         producer.flush()
         ended = time.perf_counter()
-        return Timing(produced, ended - started, {"read+convert+produce": queued - started, "flush": ended - queued})
+        phases = {"read+convert+produce": queued - started, "flush": ended - queued}
+        return Timing(produced, ended - started, {**phases, **CPU.since(cpu, CPU.sample())})
     finally:
         client.close()

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaException, TopicPartition
@@ -25,6 +27,47 @@ def baseline_producer_config(bootstrap: str) -> dict[str, Any]:
     Same Kafka-side guarantees and batching as mongocdc, so the ratio measures mongocdc's own work.
     """
     return {"bootstrap.servers": bootstrap, **PRODUCER_DEFAULTS}
+
+
+class CpuMeter:
+    """CPU-seconds of this process (all its threads, librdkafka's included) and of the servers.
+
+    The servers are the processes whose ids :meth:`watch` was given (the MongoDB test server, the
+    Kafka broker), read from ``/proc/<pid>/stat``; a server started elsewhere is not counted. On a
+    shared machine CPU-seconds are steadier than wall time: they do not grow while another job runs.
+    """
+
+    def __init__(self) -> None:
+        self._servers: dict[str, int] = {}
+        self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def watch(self, name: str, pid: int | None) -> None:
+        if pid is not None:
+            self._servers[name] = pid
+
+    def _server_seconds(self, pid: int) -> float | None:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / self._tick  # utime, stime (fields 14 and 15)
+
+    def sample(self) -> dict[str, float]:
+        out = {"cpu: this process": time.process_time()}
+        for name, pid in self._servers.items():
+            seconds = self._server_seconds(pid)
+            if seconds is not None:
+                out[f"cpu: {name}"] = seconds
+        return out
+
+    @staticmethod
+    def since(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+        """The CPU-seconds between two samples, per process."""
+        return {name: after[name] - before[name] for name in before if name in after}
+
+
+CPU = CpuMeter()
+"""The meter every benchmark side samples at the start and the end of its measured window."""
 
 
 @dataclass(slots=True)
@@ -155,6 +198,7 @@ def kafka_broker(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
 
     log.info("starting Kafka %s (C2 JIT on, for steady-state throughput)", KAFKA_VERSION)
     with KafkaBroker(num_partitions=args.partitions, jvm_options=["-XX:TieredStopAtLevel=4"]) as broker:
+        CPU.watch("Kafka broker", broker.pid)
         yield broker.bootstrap, f"Apache Kafka {KAFKA_VERSION} (KRaft, 1 broker)"
 
 
@@ -170,6 +214,14 @@ def summarise(timings: list[Timing]) -> dict[str, Any]:
     for t in timings:
         for name, seconds in t.phases.items():
             phases[name] = phases.get(name, 0.0) + seconds / len(timings)
+    cpu: dict[str, float] = {}
+    if timings and "cpu: this process" in timings[0].phases:
+        for name in timings[0].phases:
+            if name.startswith("cpu: "):
+                label = "process" if name == "cpu: this process" else name[5:]
+                cpu[label] = round(median([t.phases.get(name, 0.0) for t in timings]), 3)
+        totals = [sum(v for k, v in t.phases.items() if k.startswith("cpu: ")) for t in timings]
+        cpu["total"] = round(median(totals), 3)
     return {
         "items": timings[0].items if timings else 0,
         "runs": len(timings),
@@ -177,16 +229,54 @@ def summarise(timings: list[Timing]) -> dict[str, Any]:
         "rate_best": max(rates) if rates else 0.0,
         "rates": [round(r, 1) for r in rates],
         "seconds": [round(t.seconds, 3) for t in timings],
-        "phases_mean_s": {k: round(v, 3) for k, v in phases.items()},
+        "phases_mean_s": {k: round(v, 3) for k, v in phases.items() if not k.startswith("cpu: ")},
+        "cpu_median_s": cpu,
+        "cpu_s": [{k[5:]: round(v, 3) for k, v in t.phases.items() if k.startswith("cpu: ")} for t in timings],
     }
 
 
 def comparison(mine: list[Timing], bare: list[Timing], target: float) -> dict[str, Any]:
-    """Both sides' summaries and the ratio of their median rates, against ``target``."""
+    """Both sides' summaries and the ratio of their median rates, against ``target``.
+
+    ``cpu_ratio``: the baseline's CPU-seconds per run over mongocdc's (medians), for this process
+    alone and with the servers' (MongoDB, Kafka) added: 1.0 means mongocdc used no more CPU.
+    """
     m, b = summarise(mine), summarise(bare)
     ratio = float(m["rate_median"]) / float(b["rate_median"]) if b["rate_median"] else 0.0
     met = ratio >= target
-    return {"mongocdc": m, "baseline": b, "ratio": round(ratio, 3), "target_ratio": target, "target_met": met}
+    cpu_ratio: dict[str, float] = {}
+    for key in ("process", "total"):
+        mine_cpu, bare_cpu = m["cpu_median_s"].get(key), b["cpu_median_s"].get(key)
+        if mine_cpu and bare_cpu:
+            cpu_ratio[key] = round(bare_cpu / mine_cpu, 3)
+    return {
+        "mongocdc": m,
+        "baseline": b,
+        "ratio": round(ratio, 3),
+        "cpu_ratio": cpu_ratio,
+        "target_ratio": target,
+        "target_met": met,
+    }
+
+
+def cpu_line(result: dict[str, Any]) -> str:
+    """CPU-seconds per run (medians) of both sides, per process, and their ratios."""
+
+    def side(summary: dict[str, Any]) -> str:
+        cpu = summary["cpu_median_s"]
+        parts = [
+            f"{'bench process' if name == 'process' else name} {seconds:.2f}"
+            for name, seconds in cpu.items()
+            if name != "total"
+        ]
+        return f"{cpu.get('total', 0.0):.2f} ({', '.join(parts)})" if parts else "n/a"
+
+    ratios = result.get("cpu_ratio", {})
+    shown = ", ".join(f"{k} {v:.2f}" for k, v in ratios.items())
+    return (
+        f"  CPU-seconds per run (median): mongocdc {side(result['mongocdc'])}; baseline {side(result['baseline'])}"
+        + (f"; baseline/mongocdc: {shown}" if shown else "")
+    )
 
 
 def ratio_row(label: str, result: dict[str, Any]) -> str:

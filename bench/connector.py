@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.common import EndOffsets, Timing, settings_overrides
+from bench.common import CPU, EndOffsets, Timing, settings_overrides
 from mongocdc import wiring
 from mongocdc.config import Settings, load_settings
 from mongocdc.engine.connector import ConnectorGroup, ConnectorTask, TaskResult
@@ -57,11 +57,13 @@ def snapshot(config: Settings) -> Timing:
     metrics = Metrics(config.name)
     began = time.perf_counter()
     with wiring.connector(config, stop=stop, metrics=metrics) as group:
+        cpu = CPU.sample()
         started = time.perf_counter()
         result: TaskResult = _runner(group).run(snapshot_only=True)
         ended = time.perf_counter()
+        used = CPU.since(cpu, CPU.sample())
     assert result.snapshot is not None and result.snapshot.completed, result
-    return Timing(result.snapshot.documents, ended - started, {"start-up (not timed)": started - began})
+    return Timing(result.snapshot.documents, ended - started, {"start-up (not timed)": started - began, **used})
 
 
 def group_latency(config: Settings) -> float:
@@ -141,10 +143,12 @@ def stream(config: Settings, bootstrap: str, topic: str, count: int, *, timeout:
                     stop.set()
 
             thread = threading.Thread(target=run, name="bench-stream", daemon=True)
+            cpu = CPU.sample()
             started_wall, started = time.time(), time.perf_counter()
             thread.start()
             try:
                 seen = ends.wait_for(count, timeout=timeout, failed=lambda: bool(errors))
+                used = CPU.since(cpu, CPU.sample())  # to the moment the end was seen (at most 0.1 s idle)
             finally:
                 stop.set()
                 thread.join()
@@ -160,6 +164,7 @@ def stream(config: Settings, bootstrap: str, topic: str, count: int, *, timeout:
                 "start-up (not timed)": started - began,
                 "completion seen (poll lag)": seen - started - (finished_wall - started_wall),
                 "graceful stop (not timed)": stopped - seen,
+                **used,
             },
         )
     finally:

@@ -30,9 +30,11 @@ from bench import baseline, connector
 from bench import replication as replication_bench
 from bench import spark as spark_bench
 from bench.common import (
+    CPU,
     Timing,
     baseline_producer_config,
     comparison,
+    cpu_line,
     create_topics,
     kafka_broker,
     median,
@@ -71,6 +73,8 @@ def services(args: argparse.Namespace) -> Iterator[Services]:
             log.info("starting MongoDB test server %s", cls.name)
             server.start()
             stack.callback(server.stop)
+            process = getattr(server, "_proc", None)  # the test server's own process, for its CPU-seconds
+            CPU.watch("MongoDB server", None if process is None else process.pid)
             uri, mongo = server.uri, f"{cls.name} {cls.installed_version()}"
         bootstrap, kafka = stack.enter_context(kafka_broker(args))
         yield Services(uri, bootstrap, mongo, kafka)
@@ -458,6 +462,8 @@ def render_table(report: dict[str, Any]) -> str:
                 f"ConnectorGroup.run adds {fixed['connector_group_extra_latency']:.3f} s "
                 "(it checks its task threads every 0.2 s; the measured runs call the task directly)"
             )
+        if r["mongocdc"].get("cpu_median_s"):
+            lines.append(cpu_line(r))
         lines.append(f"  mongocdc phases (mean s): {r['mongocdc']['phases_mean_s']}")
         lines.append(f"  baseline phases (mean s): {r['baseline']['phases_mean_s']}")
     prof = report.get("profiles")

@@ -304,36 +304,37 @@ class StreamingTask:
         self.metrics.record_skipped(self.options.partition, reason)
 
     def _emit(self, event: ChangeEvent) -> None:
-        if event.op.value in self.options.skipped_operations:
+        options = self.options
+        op = event.op.value
+        if op in options.skipped_operations:
             self._skip("skipped_operation")
             return
         now_ms = self._wall_ms()
         if self.transactions is not None and event.op is not Op.READ:
             before, event = self.transactions.on_event(event, now_ms)
             self._transaction_records(before)
-        topic = self.codec.topic(event)
-        key = self.codec.key(event)
-        value = self.codec.value(event, now_ms)
+        codec = self.codec
+        topic = codec.topic(event)
+        key = codec.key(event)
+        value = codec.value(event, now_ms)
         try:
-            if self.options.oversize_threshold and len(value) > self.options.oversize_threshold:
+            if options.oversize_threshold and len(value) > options.oversize_threshold:
                 raise OversizedEventError(
                     f"the event for key {key.decode('utf-8', 'replace')} in {topic} is {len(value)} bytes, more than "
-                    f"cursor.oversize.skip.threshold={self.options.oversize_threshold}"
+                    f"cursor.oversize.skip.threshold={options.oversize_threshold}"
                 )
-            self._produce(topic, key, value, self.codec.headers)
+            self._produce(topic, key, value, codec.headers)
         except OversizedEventError as oversized:
-            if self.options.oversize_mode != "skip":
+            if options.oversize_mode != "skip":
                 raise
             log.warning("skipped (cursor.oversize.handling.mode=skip): %s", oversized.message)
             self._skip("oversized")
             return
-        self.stats.events[event.op.value] += 1
+        self.stats.events[op] += 1
         source = event.source
-        self.metrics.record_event(
-            self.options.partition, event.op.value, source.ts_ms, now_ms, sec=source.sec, ord=source.ord
-        )
-        if event.op is Op.DELETE and self.options.tombstones_on_delete:
-            self._produce(topic, key, None, self.codec.headers)
+        self.metrics.record_event(options.partition, op, source.ts_ms, now_ms, sec=source.sec, ord=source.ord)
+        if op == "d" and options.tombstones_on_delete:
+            self._produce(topic, key, None, codec.headers)
             self.stats.tombstones += 1
 
     def _produce(

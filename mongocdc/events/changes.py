@@ -145,20 +145,30 @@ def _update_description(
     return UpdateDescription(update_to_json(updated), removed, truncated)
 
 
+def top_level(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A raw document's top-level fields as a plain dict (sub-documents stay raw), else the mapping itself.
+
+    A ``RawBSONDocument`` decodes its top level once, but every lookup goes through the ``Mapping``
+    machinery (and a missing key through a ``KeyError``); a change is looked up a dozen times.
+    """
+    return dict(document.items()) if isinstance(document, RawBSONDocument) else document
+
+
 def convert_change(
     change: Mapping[str, Any], *, rs: str | None = None, transforms: Transforms | None = None
 ) -> StreamedChange | ControlChange:
     """Convert one change document; non-data events come back as :class:`ControlChange`."""
+    change = top_level(change)
     operation = _get(change, "operationType")
     position = position_of(change)
-    ns = change.get("ns") or {}
+    ns = top_level(change.get("ns") or {})
     db = ns.get("db")
     coll = ns.get("coll")
     if operation not in DATA_OPERATIONS:
         return ControlChange(str(operation), db, coll, position)
     if db is None or coll is None:
         raise MalformedChangeError(f"{operation} event has no ns.db/ns.coll")
-    key = _get(change, "documentKey")
+    key = top_level(_get(change, "documentKey"))
     if "_id" not in key:
         raise MalformedChangeError(f"{operation} event documentKey has no _id")
     wall = change.get("wallTime")

@@ -46,7 +46,7 @@ from typing import Any
 import bson
 from bson import Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp, json_util
 from bson.binary import Binary
-from bson.codec_options import CodecOptions, DatetimeConversion
+from bson.codec_options import CodecOptions, DatetimeConversion, TypeDecoder, TypeRegistry
 from bson.datetime_ms import DatetimeMS
 from bson.dbref import DBRef
 from bson.raw_bson import RawBSONDocument
@@ -138,71 +138,79 @@ _REGEX_FLAGS = (
 )
 
 
-class _Render:
-    """One rendering: the in-place conversion of a decoded document and its odd doubles."""
-
-    __slots__ = ("doubles", "converters")
-
-    def __init__(self, converters: dict[type, Callable[[_Render, Any], Any]]) -> None:
-        self.doubles: list[str] = []
-        self.converters = converters
-
-    def document(self, document: dict[str, Any]) -> dict[str, Any]:
-        for name, value in document.items():
-            kind = type(value)
-            if kind is not str and kind is not int and kind is not bool and value is not None:
-                document[name] = self.value(value, kind)
-        return document
-
-    def array(self, values: list[Any]) -> list[Any]:
-        for index, value in enumerate(values):
-            kind = type(value)
-            if kind is not str and kind is not int and kind is not bool and value is not None:
-                values[index] = self.value(value, kind)
-        return values
-
-    def value(self, value: Any, kind: type) -> Any:
-        if kind is dict:
-            return self.document(value)
-        if kind is list:
-            return self.array(value)
-        convert = self.converters.get(kind)
-        if convert is None:
-            raise TypeError(f"cannot render a {kind.__name__} as JSON")
-        return convert(self, value)
-
-    def double(self, value: float) -> Any:
-        """A double the encoder writes as Java does, or a placeholder for Java's scientific notation."""
-        magnitude = abs(value)
-        if 1e-3 <= magnitude < 1e7 or magnitude == 0.0 or value != value or magnitude == math.inf:
-            return value  # the encoder's text is Java's here (NaN and Infinity bare, as Java)
-        self.doubles.append(java_double(value))
-        return f"{_PLACEHOLDER}{len(self.doubles) - 1}{_PLACEHOLDER}"
-
-    def text(self, document: dict[str, Any], encode: Callable[[Any], str]) -> str:
-        text = encode(self.document(document))
-        for index, double in enumerate(self.doubles):
-            text = text.replace(f'"{_PLACEHOLDER}{index}{_PLACEHOLDER}"', double, 1)
-        return _java_text(text)
+# The fast path: the BSON decoder itself converts each value whose JSON differs from plain JSON
+# (a TypeRegistry decoder per Python type it decodes to, called by the C decoder as it meets the
+# value), so no Python code walks the strings, numbers, documents and arrays; the C JSON encoder
+# then writes the text. Code scopes and DBRef fields are decoded (so converted) before their
+# Code/DBRef is.
 
 
-def _code(render: _Render, value: Code) -> dict[str, Any]:
-    if value.scope is None:
-        return {"$code": str(value)}
-    return {"$code": str(value), "$scope": render.document(dict(value.scope))}
+class _Convert(TypeDecoder):
+    """The conversion of one decoded type, called by the BSON decoder with the value alone."""
+
+    def __init__(self, python_type: type, convert: Callable[[Any], Any]) -> None:
+        self._python_type = python_type
+        # The registry stores ``transform_bson`` as it finds it: the plain function, no bound method.
+        self.transform_bson = convert  # type: ignore[method-assign,assignment]
+
+    @property
+    def bson_type(self) -> Any:
+        return self._python_type
+
+    def transform_bson(self, value: Any) -> Any:  # replaced per instance
+        raise NotImplementedError
 
 
-def _dbref(render: _Render, value: DBRef) -> dict[str, Any]:
-    return render.document(dict(value.as_doc()))
+def _strict_double(value: float) -> Any:
+    """The double itself where the encoder writes Java's text, else Java's text between placeholders."""
+    magnitude = abs(value)
+    if 1e-3 <= magnitude < 1e7 or magnitude == 0.0 or value != value or magnitude == math.inf:
+        return value  # the encoder's text is Java's here (NaN and Infinity bare, as Java)
+    return _PLACEHOLDER + java_double(value) + _PLACEHOLDER
 
 
-def _relaxed_double(render: _Render, value: float) -> Any:
+def _relaxed_double(value: float) -> Any:
     if value != value or math.isinf(value):
         return {"$numberDouble": java_double(value)}
-    return render.double(value)
+    return _strict_double(value)
 
 
-def _relaxed_date(_: _Render, value: DatetimeMS) -> dict[str, Any]:
+_DECIMAL_SPECIAL = 0x6000000000000000  # both combination bits: infinity, NaN or the rarely used large form
+_DECIMAL_MAX_COEFFICIENT = 10**34 - 1
+
+
+def decimal128_text(value: Decimal128) -> str:
+    """``str(value)`` (the text of ``decimal.Decimal``, which is Java's ``Decimal128.toString()``), faster.
+
+    Finite values in the usual encoding are written from their coefficient and exponent with the
+    decimal arithmetic specification's to-scientific-string rule; anything else goes to ``str``.
+    """
+    high, low = value.__getstate__()
+    if high & _DECIMAL_SPECIAL == _DECIMAL_SPECIAL:
+        return str(value)
+    coefficient = (high & 0x1FFFFFFFFFFFF) << 64 | low
+    if coefficient > _DECIMAL_MAX_COEFFICIENT:
+        return str(value)
+    exponent = (high >> 49 & 0x3FFF) - 6176
+    digits = str(coefficient)
+    if exponent == 0:
+        text = digits
+    else:
+        point = exponent + len(digits)  # digits before the decimal point in plain notation
+        if exponent < 0 and point > -6:
+            text = digits[:point] + "." + digits[point:] if point > 0 else "0." + "0" * -point + digits
+        else:
+            text = digits[0] + ("." + digits[1:] if len(digits) > 1 else "") + f"E{point - 1:+d}"
+    return "-" + text if high >> 63 else text
+
+
+def _code(value: Code) -> dict[str, Any]:
+    if value.scope is None:
+        return {"$code": str(value)}
+    return {"$code": str(value), "$scope": value.scope}
+
+
+def _relaxed_date(value: DatetimeMS) -> dict[str, Any]:
     millis = int(value)
     if 0 <= millis <= _LAST_MS_OF_9999:
         return {"$date": _iso_millis(millis)}
@@ -213,49 +221,68 @@ def _relaxed_binary(data: bytes, subtype: int) -> dict[str, Any]:
     return {"$binary": {"base64": base64.b64encode(data).decode("ascii"), "subType": f"{subtype:02X}"}}
 
 
-_COMMON: dict[type, Callable[[_Render, Any], Any]] = {
-    ObjectId: lambda _, value: {"$oid": str(value)},
-    Timestamp: lambda _, value: {"$timestamp": {"t": value.time, "i": value.inc}},
-    Decimal128: lambda _, value: {"$numberDecimal": str(value)},
-    MinKey: lambda _, value: {"$minKey": 1},
-    MaxKey: lambda _, value: {"$maxKey": 1},
+_COMMON: dict[type, Callable[[Any], Any]] = {
+    ObjectId: lambda value: {"$oid": str(value)},
+    Timestamp: lambda value: {"$timestamp": {"t": value.time, "i": value.inc}},
+    Decimal128: lambda value: {"$numberDecimal": decimal128_text(value)},
+    MinKey: lambda value: {"$minKey": 1},
+    MaxKey: lambda value: {"$maxKey": 1},
     Code: _code,
-    DBRef: _dbref,
+    DBRef: lambda value: dict(value.as_doc()),
 }
-_STRICT: dict[type, Callable[[_Render, Any], Any]] = {
+_STRICT: dict[type, Callable[[Any], Any]] = {
     **_COMMON,
-    float: lambda render, value: render.double(value),
-    Int64: lambda _, value: {"$numberLong": str(int(value))},
-    DatetimeMS: lambda _, value: {"$date": int(value)},
-    bytes: lambda _, value: _binary(value, 0),
-    Binary: lambda _, value: _binary(bytes(value), value.subtype),
-    Regex: lambda _, value: {"$regex": str(value.pattern), "$options": _regex_options(value.flags)},
+    float: _strict_double,
+    Int64: lambda value: {"$numberLong": str(value)},  # Int64 is an int: str() is its digits
+    DatetimeMS: lambda value: {"$date": int(value)},
+    bytes: lambda value: _binary(value, 0),
+    Binary: lambda value: _binary(bytes(value), value.subtype),
+    Regex: lambda value: {"$regex": str(value.pattern), "$options": _regex_options(value.flags)},
 }
-_RELAXED_TYPES: dict[type, Callable[[_Render, Any], Any]] = {
+_RELAXED_TYPES: dict[type, Callable[[Any], Any]] = {
     **_COMMON,
     float: _relaxed_double,
-    Int64: lambda _, value: int(value),
+    Int64: int,
     DatetimeMS: _relaxed_date,
-    bytes: lambda _, value: _relaxed_binary(value, 0),
-    Binary: lambda _, value: _relaxed_binary(bytes(value), value.subtype),
-    Regex: lambda _, value: {
+    bytes: lambda value: _relaxed_binary(value, 0),
+    Binary: lambda value: _relaxed_binary(bytes(value), value.subtype),
+    Regex: lambda value: {
         "$regularExpression": {"pattern": str(value.pattern), "options": _regex_options(value.flags)}
     },
 }
+
+
+def _converting(converters: dict[type, Callable[[Any], Any]]) -> CodecOptions[dict[str, Any]]:
+    registry = TypeRegistry([_Convert(kind, convert) for kind, convert in converters.items()])
+    return CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_MS, type_registry=registry)
+
+
+_DECODE_STRICT = _converting(_STRICT)
+_DECODE_RELAXED = _converting(_RELAXED_TYPES)
 # JsonWriter with indentation on but empty indent/new-line strings (Debezium's COMPACT_JSON_SETTINGS).
 _encode_compact = json.JSONEncoder(separators=(",", ": "), ensure_ascii=False, check_circular=False).encode
 # JsonWriter's defaults (BsonDocument.toJson()): ", " between elements.
 _encode_spaced = json.JSONEncoder(separators=(", ", ": "), ensure_ascii=False, check_circular=False).encode
 
 
+def _bson(document: Mapping[str, Any] | RawBSONDocument) -> bytes:
+    return bytes(document.raw) if isinstance(document, RawBSONDocument) else bson.encode(document)
+
+
 def _decoded(document: Mapping[str, Any] | RawBSONDocument) -> dict[str, Any]:
-    raw = bytes(document.raw) if isinstance(document, RawBSONDocument) else bson.encode(document)
-    return bson.decode(raw, _DECODE)
+    return bson.decode(_bson(document), _DECODE)
+
+
+def _text(converted: dict[str, Any], encode: Callable[[Any], str]) -> str:
+    text = encode(converted)
+    if _PLACEHOLDER in text:  # doubles in Java's scientific notation: the placeholders' quotes go
+        text = text.replace('"' + _PLACEHOLDER, "").replace(_PLACEHOLDER + '"', "")
+    return _java_text(text)
 
 
 def document_to_json(document: Mapping[str, Any] | RawBSONDocument) -> str:
     """Render one BSON document as Debezium renders ``after`` and ``before`` (strict, compact)."""
-    return _Render(_STRICT).text(_decoded(document), _encode_compact)
+    return _text(bson.decode(_bson(document), _DECODE_STRICT), _encode_compact)
 
 
 def update_to_json(document: Mapping[str, Any] | RawBSONDocument) -> str:
@@ -264,7 +291,7 @@ def update_to_json(document: Mapping[str, Any] | RawBSONDocument) -> str:
     That is the Java writer's default: relaxed extended JSON with ``", "`` between elements
     (``{"a": 1, "d": {"$date": "2024-01-01T00:00:00Z"}}``), unlike ``after``.
     """
-    return _Render(_RELAXED_TYPES).text(_decoded(document), _encode_spaced)
+    return _text(bson.decode(_bson(document), _DECODE_RELAXED), _encode_spaced)
 
 
 def document_to_json_pure(document: Mapping[str, Any] | RawBSONDocument, *, mode: str = "strict") -> str:
@@ -305,6 +332,8 @@ def _write(value: Any, *, strict: bool, separator: str = ",") -> str:
         if not strict and (value != value or math.isinf(value)):
             return _write({"$numberDouble": java_double(value)}, strict=strict, separator=separator)
         return java_double(value)
+    if kind is Decimal128:  # str() itself, not the fast path's decimal128_text
+        return _write({"$numberDecimal": str(value)}, strict=strict, separator=separator)
     if kind is Code:
         scope = None if value.scope is None else dict(value.scope)
         code: dict[str, Any] = {"$code": str(value)} if scope is None else {"$code": str(value), "$scope": scope}
@@ -315,7 +344,7 @@ def _write(value: Any, *, strict: bool, separator: str = ",") -> str:
     convert = converters.get(kind)
     if convert is None:
         raise TypeError(f"cannot render a {kind.__name__} as JSON")
-    return _write(convert(_Render(converters), value), strict=strict, separator=separator)
+    return _write(convert(value), strict=strict, separator=separator)
 
 
 _LAST_MS_OF_9999 = 253402300799999

@@ -11,6 +11,7 @@ import json
 import secrets
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,6 +21,8 @@ from mongocdc.events.model import ChangeEvent, SnapshotMarker, SourceInfo
 CONNECTOR = "mongodb"
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_string: Callable[[str], str] = json.encoder.encode_basestring
+"""``_dumps`` of a ``str`` (the C function it calls for one), without the encoder's own checks."""
 
 
 def topic_for(prefix: str, db: str, collection: str) -> str:
@@ -247,11 +250,10 @@ class EnvelopeCodec:
         return topic_for(self.prefix, event.source.db, event.source.collection)
 
     def key(self, event: ChangeEvent) -> bytes:
-        payload = key_payload(event)
         if self.schemas_enable:
             schema = key_schema(self.prefix, event.source.db, event.source.collection)
-            return _dumps({"schema": schema, "payload": payload}).encode()
-        return _dumps(payload).encode()
+            return _dumps({"schema": schema, "payload": key_payload(event)}).encode()
+        return ('{"id":' + _string(event.key_json) + "}").encode()  # _dumps(key_payload(event))
 
     def value(self, event: ChangeEvent, processed_ms: int) -> bytes:
         if self.schemas_enable:
@@ -261,18 +263,19 @@ class EnvelopeCodec:
         # The same bytes as _dumps(value_payload(...)), assembled from parts: most of the source
         # block is the same for every change of a collection, so those parts are cached.
         update = event.update_description
+        before, after = event.before, event.after
         return "".join(
             (
                 '{"before":',
-                _json_or_null(event.before),
+                "null" if before is None else _string(before),
                 ',"after":',
-                _json_or_null(event.after),
+                "null" if after is None else _string(after),
                 ',"updateDescription":',
                 "null" if update is None else _dumps(update.to_json_dict()),
                 ',"source":',
                 _source_json(event.source, self.prefix),
                 ',"op":"',
-                event.op.value,
+                event.op,  # a str enum: joined as its value
                 '","ts_ms":',
                 str(processed_ms),
                 ',"transaction":',
@@ -285,14 +288,20 @@ class EnvelopeCodec:
 def _source_json(s: SourceInfo, prefix: str) -> str:
     """``_dumps(source_payload(s, prefix))``, from cached constant parts and the per-change numbers."""
     head, middle, tail = _source_parts(prefix, s.snapshot, s.db, s.collection)
+    read_ns = s.read_ns
+    if read_ns is None:  # SourceInfo.ts_ms/ts_us/ts_ns, computed once
+        ts_ms = s.wall_time_ms if s.wall_time_ms is not None else s.sec * 1000
+        ts_us, ts_ns = ts_ms * 1000, ts_ms * 1_000_000
+    else:
+        ts_ms, ts_us, ts_ns = read_ns // 1_000_000, read_ns // 1000, read_ns
     return "".join(
         (
             head,
-            str(s.ts_ms),
+            str(ts_ms),
             middle,
-            str(s.ts_us),
+            str(ts_us),
             ',"ts_ns":',
-            str(s.ts_ns),
+            str(ts_ns),
             tail,
             str(s.ord),
             ',"lsid":',

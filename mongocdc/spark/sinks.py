@@ -227,9 +227,7 @@ class MarkerFiles:
             return None
         return self.spark.read.schema(m.META_SCHEMA).parquet(*[f"{self.path}/{name}" for name in self.files])
 
-    def stage(
-        self, new: DataFrame | None, whole: DataFrame | None, expired_before: int | None = None
-    ) -> StagedMarkers:
+    def stage(self, new: DataFrame | None, whole: DataFrame | None, expired_before: int | None = None) -> StagedMarkers:
         """Start writing the batch's markers ``new`` (``None``: it has none) in the background; with many
         files, the fold of ``whole`` (the markers that still count: what :meth:`read` returned and the
         batch's, or the part of them that won) instead, without the markers older than ``expired_before``."""
@@ -324,9 +322,9 @@ class DeltaTable:
 
         def commit() -> None:
             if not has_rows:
-                m.live_rows(rows).write.format("delta").options(**new_table_options(self._columns)).mode(
-                    "append"
-                ).save(self.path)
+                m.live_rows(rows).write.format("delta").options(**new_table_options(self._columns)).mode("append").save(
+                    self.path
+                )
                 return
             newer = m.newer("s", "t")
             (

@@ -26,6 +26,7 @@ from mongocdc.events.changes import (
     Transforms,
     convert_change,
     position_of,
+    top_level,
 )
 from mongocdc.events.position import Position
 from mongocdc.events.split import FragmentBuffer, SplitEventError
@@ -336,7 +337,7 @@ class MongoChangeStreamSource:
                     return Idle(self._position or Position(0, 0))
                 return Idle(self._idle_position())
             try:
-                whole = self._fragments.add(change)
+                whole = self._fragments.add(top_level(change))
             except SplitEventError as exc:
                 raise UnreachableError(f"MongoDB returned a split change event mongocdc cannot read: {exc}") from exc
             if whole is None:
