@@ -175,6 +175,7 @@ def change_source(settings: Settings, client: Any, rs_name: str | None, primary_
     from mongocdc.sources.mongo.preimages import needs_images, warn_missing_pre_images
     from mongocdc.sources.mongo.scan import captured_collections
     from mongocdc.sources.mongo.stream import MongoChangeStreamSource
+    from mongocdc.sources.read_ahead import ReadAheadSource
 
     full_update_type = settings.capture_mode_full_update_type
     if needs_images(settings.capture_mode, full_update_type):
@@ -185,7 +186,7 @@ def change_source(settings: Settings, client: Any, rs_name: str | None, primary_
             include=settings.is_collection_included,
         )
         warn_missing_pre_images(client, namespaces, post_images=full_update_type == "post_image")
-    return MongoChangeStreamSource(
+    stream = MongoChangeStreamSource(
         client,
         connector=settings.name,
         scope=settings.capture_scope,
@@ -205,6 +206,8 @@ def change_source(settings: Settings, client: Any, rs_name: str | None, primary_
         pipeline_order=settings.cursor_pipeline_order,
         oversize_mode=settings.cursor_oversize_handling_mode,
     )
+    # Read one batch ahead of the streaming loop: the server's next getMore overlaps with our work.
+    return ReadAheadSource(stream, limit=settings.max_batch_size, name=f"change stream {rs_name or settings.name}")
 
 
 def snapshot_fetch_size(settings: Settings) -> int:
@@ -391,7 +394,7 @@ def connector_task(
 
     task = ConnectorTask(
         source=source,
-        current_position=source.current_position,
+        current_position=source.inner.current_position,
         scanners=scanners,
         sink=sink,
         store=store,

@@ -25,17 +25,25 @@ class NoClient:
 
 def test_cursor_max_await_time_ms_is_the_change_streams_max_await_time() -> None:
     source = wiring.change_source(settings(**{"cursor.max.await.time.ms": 2500}), NoClient(), "rs0")
-    assert source._watch_options(None)["max_await_time_ms"] == 2500
+    assert source.inner._watch_options(None)["max_await_time_ms"] == 2500
 
 
 def test_without_cursor_max_await_time_the_poll_interval_is_the_wait() -> None:
     source = wiring.change_source(settings(**{"poll.interval.ms": 700}), NoClient(), "rs0")
-    assert source._watch_options(None)["max_await_time_ms"] == 700
+    assert source.inner._watch_options(None)["max_await_time_ms"] == 700
 
 
 def test_max_batch_size_is_the_change_streams_batch_size() -> None:
     source = wiring.change_source(settings(**{"max.batch.size": 77}), NoClient(), "rs0")
-    assert source._watch_options(None)["batch_size"] == 77
+    assert source.inner._watch_options(None)["batch_size"] == 77
+
+
+def test_the_change_stream_is_read_at_most_one_batch_ahead_of_the_loop() -> None:
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    source = wiring.change_source(settings(**{"max.batch.size": 77}), NoClient(), "rs0")
+    assert isinstance(source, ReadAheadSource)
+    assert source._limit == 77
 
 
 def test_max_queue_size_bounds_the_producers_queue() -> None:

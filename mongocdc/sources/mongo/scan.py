@@ -19,6 +19,7 @@ from pymongo.errors import CursorNotFound, OperationFailure
 
 from mongocdc.events.snapshot import ID_TYPE_BRACKETS, Chunk, ScanPosition
 from mongocdc.sources.mongo.client import raise_for_privileges
+from mongocdc.sources.read_ahead import read_ahead
 
 log = logging.getLogger("mongocdc.mongo.scan")
 
@@ -61,14 +62,14 @@ class CollectionScanner:
         """Every document after ``start``, in chunks; ``Chunk.end`` is the resume point after it.
 
         One ``_id``-ordered cursor per type bracket, read ``fetch_size`` documents at a time (one
-        round trip per chunk); a cursor the server dropped (CursorNotFound) is reopened after the
-        last key read.
+        round trip per chunk), one chunk ahead of the caller (:func:`read_ahead`); a cursor the
+        server dropped (CursorNotFound) is reopened after the last key read.
         """
         position = start or ScanPosition()
         while position.bracket < len(ID_TYPE_BRACKETS):
             bracket = position.bracket
             try:
-                for documents, exhausted in self._batches(position):
+                for documents, exhausted in read_ahead(self._batches(position), self.namespace):
                     position = (
                         ScanPosition(bracket + 1) if exhausted else ScanPosition(bracket, documents[-1]["_id"], True)
                     )

@@ -1,0 +1,144 @@
+"""``read_ahead``: a snapshot cursor's batches read one ahead by a thread, in order, errors and early stops kept."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from mongocdc.sources.read_ahead import read_ahead
+
+
+def test_items_arrive_in_order_and_all() -> None:
+    assert list(read_ahead(iter(range(1000)), "t")) == list(range(1000))
+
+
+def test_the_next_item_is_read_while_the_caller_works_on_this_one() -> None:
+    second_requested = threading.Event()
+
+    def batches() -> Iterator[int]:
+        yield 1
+        second_requested.set()
+        yield 2
+
+    items = read_ahead(batches(), "t")
+    assert next(items) == 1
+    # The caller holds item 1; the thread goes on to item 2 without being asked.
+    assert second_requested.wait(10)
+    assert list(items) == [2]
+
+
+def test_an_error_of_the_source_is_raised_in_the_caller_after_the_items_before_it() -> None:
+    def batches() -> Iterator[int]:
+        yield 1
+        raise LookupError("cursor gone")
+
+    items = read_ahead(batches(), "t")
+    assert next(items) == 1
+    with pytest.raises(LookupError, match="cursor gone"):
+        next(items)
+
+
+def test_leaving_early_stops_the_thread_and_closes_the_source() -> None:
+    closed = threading.Event()
+    produced: list[int] = []
+
+    def batches() -> Iterator[int]:
+        try:
+            for n in range(1_000_000):
+                produced.append(n)
+                yield n
+        finally:
+            closed.set()  # what closes the cursor in CollectionScanner._batches
+
+    items = read_ahead(batches(), "t")
+    assert next(items) == 0
+    items.close()
+    assert closed.is_set()  # close() returns only after the thread closed the source
+    assert len(produced) <= 3  # the one handed over, one queued, one being read: no runaway reading
+    assert not any(t.name == "read-ahead t" for t in threading.enumerate())
+
+
+class Item:
+    def __init__(self, position: int, kind: str = "change") -> None:
+        self.position = position
+        self.kind = kind
+
+
+class ScriptedSource:
+    """A change source that returns its script's items, then idles at the last position; or raises."""
+
+    def __init__(self, script: list[object]) -> None:
+        self.script = list(script)
+        self.reads = 0
+        self.opened_at: object = "closed"
+        self.closed = False
+        self.reconnects = 3
+        self.elections = 1
+        self.readers: set[str] = set()
+
+    def open(self, start: object) -> None:
+        self.opened_at = start
+
+    @property
+    def position(self) -> object:
+        return "opened" if self.reads == 0 else self.reads
+
+    def next(self) -> Item:
+        self.readers.add(threading.current_thread().name)
+        self.reads += 1
+        if self.script:
+            step = self.script.pop(0)
+            if isinstance(step, BaseException):
+                raise step
+            assert isinstance(step, Item)
+            return step
+        return Item(self.reads, "idle")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_source_read_ahead_hands_over_its_items_in_order_with_the_callers_position() -> None:
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    inner = ScriptedSource([Item(10), Item(11), Item(12)])
+    source = ReadAheadSource(inner, limit=2)
+    source.open("start")
+    assert inner.opened_at == "start"
+    assert source.position == "opened"  # before any item: where the stream was opened
+    assert [source.next().position for _ in range(3)] == [10, 11, 12]
+    assert source.position == 12  # the last item handed over, whatever the reader has read since
+    assert (source.reconnects, source.elections) == (3, 1)
+    source.close()
+    assert inner.closed
+    assert inner.readers == {"read-ahead change stream"}  # the inner source is read by the thread only
+
+
+def test_a_source_read_ahead_raises_the_readers_error_after_the_items_before_it() -> None:
+    from mongocdc.errors import UnreachableError
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    source = ReadAheadSource(ScriptedSource([Item(1), UnreachableError("MongoDB unreachable")]), limit=8)
+    source.open(None)
+    assert source.next().position == 1
+    with pytest.raises(UnreachableError, match="unreachable"):
+        source.next()
+    source.close()
+
+
+def test_a_source_read_ahead_holds_at_most_its_limit_ahead() -> None:
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    inner = ScriptedSource([])
+    source = ReadAheadSource(inner, limit=5)
+    source.open(None)
+    deadline = time.monotonic() + 10
+    while inner.reads < 6 and time.monotonic() < deadline:  # 5 queued and one more read, waiting to be queued
+        time.sleep(0.01)
+    assert inner.reads == 6
+    source.next()
+    source.close()
+    assert inner.reads <= 8  # one freed slot, one more read at most, no runaway reading
