@@ -79,6 +79,12 @@ class DeliveryError(MongocdcError):
     exit_code = ExitCode.UNEXPECTED
 
 
+class UnreachableDeliveryError(DeliveryError, UnreachableError):
+    """Kafka did not acknowledge a record in time (the brokers are down or unreachable): exit 4, not 1."""
+
+    exit_code = ExitCode.UNREACHABLE
+
+
 class OversizedEventError(DeliveryError):
     """An event is larger than Kafka accepts; the fix is a size limit in the configuration."""
 

@@ -107,27 +107,12 @@ def codec(settings: Settings) -> EnvelopeCodec:
 
 def kafka_sink(settings: Settings) -> Any:
     """A producer whose cluster answered (retries with the ``connect.*`` backoff)."""
+    from mongocdc.kafka.config import producer_settings
     from mongocdc.sinks.kafka.producer import KafkaSink
 
     sink = KafkaSink(producer_settings(settings))
     sink.connect(backoff(settings), settings.connect_timeout_ms / 1000)
     return sink
-
-
-def producer_settings(settings: Settings) -> dict[str, str]:
-    """The change event producer's librdkafka settings: ``kafka.*``, and the queue limits of ``max.queue.size*``.
-
-    ``max.queue.size`` bounds the events read but not yet sent (librdkafka's
-    ``queue.buffering.max.messages``; producing waits while it is full),
-    ``max.queue.size.in.bytes`` their size (``queue.buffering.max.kbytes``); an
-    explicit ``kafka.queue.buffering.*`` setting wins.
-    """
-    config = dict(settings.kafka_client)
-    if settings.max_queue_size is not None:
-        config.setdefault("queue.buffering.max.messages", str(settings.max_queue_size))
-    if settings.max_queue_size_in_bytes > 0:
-        config.setdefault("queue.buffering.max.kbytes", str(-(-settings.max_queue_size_in_bytes // 1024)))
-    return config
 
 
 def unmatched_patterns(patterns: Iterable[str], names: Iterable[str]) -> list[str]:
@@ -447,7 +432,8 @@ def incremental_snapshotter(settings: Settings, client: Any, task: ConnectorTask
         return None
     kafka_signals = None
     if "kafka" in channels:
-        from mongocdc.sinks.kafka.signals import KafkaSignalChannel, signal_client_config, signal_topic
+        from mongocdc.kafka.config import signal_client_config
+        from mongocdc.sources.kafka.signals import KafkaSignalChannel, signal_topic
 
         kafka_signals = KafkaSignalChannel(
             signal_client_config(settings),

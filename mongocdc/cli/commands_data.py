@@ -109,7 +109,7 @@ def register(app: typer.Typer) -> None:
         bootstrap_servers: BootstrapOpt = None,
     ) -> None:
         """Print a topic's records (key, value decoded from JSON, headers) from the beginning, an offset or a time."""
-        from mongocdc.sinks.kafka.reader import StartAt, TopicReader
+        from mongocdc.kafka.reader import StartAt, TopicReader
 
         if offset is not None and timestamp is not None:
             raise typer.BadParameter("give --offset or --timestamp, not both")
@@ -175,7 +175,7 @@ def register(app: typer.Typer) -> None:
         Example: mongocdc -c mongocdc.yaml topic compare dbserver1
         """
         from mongocdc.events.compare import Record, compare
-        from mongocdc.sinks.kafka.reader import StartAt, TopicReader
+        from mongocdc.kafka.reader import StartAt, TopicReader
 
         settings = state(ctx).settings(bootstrap_servers=bootstrap_servers)
         compared_prefix = prefix or settings.topic_prefix

@@ -368,7 +368,7 @@ def read_connect_offsets(location: ConnectLocation, *, missing_file_ok: bool = F
             ) from None
         except OSError as exc:
             raise UsageError(f"cannot read {location.file}: {exc}") from None
-    from mongocdc.sinks.kafka.connect_offsets import ConnectOffsetsTopic
+    from mongocdc.offsets.connect_topic import ConnectOffsetsTopic
 
     topic = ConnectOffsetsTopic(location.client, location.topic, timeout_s=location.timeout_s)
     try:
@@ -388,7 +388,7 @@ def write_connect_offset(location: ConnectLocation, key: bytes, value: bytes, *,
             except OSError as exc:
                 raise UsageError(f"cannot write {location.file}: {exc}") from None
         return str(location.file)
-    from mongocdc.sinks.kafka.connect_offsets import ConnectOffsetsTopic
+    from mongocdc.offsets.connect_topic import ConnectOffsetsTopic
 
     topic = ConnectOffsetsTopic(location.client, location.topic, timeout_s=location.timeout_s)
     try:

@@ -187,7 +187,8 @@ def send_signal(settings: Settings, channel: Channel, signal: Signal) -> Sent:
             client.close()
         return Sent(signal.id, channel, namespace, {"collection": namespace})
 
-    from mongocdc.sinks.kafka.signals import KafkaSignalSender, signal_client_config, signal_topic
+    from mongocdc.kafka.config import signal_client_config
+    from mongocdc.sources.kafka.signals import KafkaSignalSender, signal_topic
 
     prefix = settings.require("topic.prefix")
     record = serialize_kafka_signal(signal, topic_prefix=prefix)

@@ -9,8 +9,6 @@ cluster's role and address, refused or invalid settings → the broker's reason.
 from __future__ import annotations
 
 import logging
-import re
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -38,8 +36,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from mongocdc.errors import ConfigError, MongocdcError, UnreachableError
+from mongocdc.kafka.config import client_config
+from mongocdc.kafka.errors import describe as describe_error
+from mongocdc.kafka.logs import ClientLog
 from mongocdc.retry import Backoff
-from mongocdc.sinks.kafka.common import client_config, describe_error, librdkafka_log
 
 log = logging.getLogger("mongocdc.replication")
 
@@ -65,76 +65,6 @@ class _Unavailable(Exception):
     pass
 
 
-_CONNECTION_FAILURE = re.compile(
-    r"connect to .* failed|connection refused|disconnected|receive failed|send failed|failed to resolve|"
-    r"timed out|brokers are down|connection (?:setup|reset)|broker transport failure|host unreachable",
-    re.IGNORECASE,
-)
-
-
-class ClientLog:
-    """librdkafka's log lines for one cluster's clients, with its connection failures summarised.
-
-    While the cluster is down, librdkafka logs a failed connection attempt to each broker every few
-    hundred milliseconds to seconds, from each client: hundreds of ERROR lines that say the same. The
-    first one is logged (a WARNING naming the cluster and its role), the rest are counted, and when the
-    cluster answers again (``answered``) one line says so with the count: one line per change of state.
-    Other lines go to ``mongocdc.kafka.librdkafka`` as before. confluent-kafka calls ``log`` with
-    librdkafka's facility, client name and message.
-    """
-
-    def __init__(self, role: str, bootstrap: str) -> None:
-        self.role = role
-        self.bootstrap = bootstrap
-        self.down = False
-        self.suppressed = 0
-        self._lock = threading.Lock()
-
-    def log(self, level: int, fmt: str, *args: Any) -> None:
-        message = str(args[-1]) if args else fmt
-        if _CONNECTION_FAILURE.search(message):
-            if level >= logging.WARNING:
-                self.failed(message)
-                return
-            if self.down:  # an informational disconnect (also an idle one) is only counted while down
-                with self._lock:
-                    self.suppressed += 1
-                return
-        librdkafka_log.log(level, fmt, *args)
-
-    def failed(self, reason: str) -> None:
-        """A connection to the cluster failed: logged when it is the first since the cluster last answered."""
-        with self._lock:
-            if self.down:
-                self.suppressed += 1
-                return
-            self.down = True
-            self.suppressed = 0
-        log.warning(
-            "the %s Kafka cluster at %s does not answer: %s (retrying; further connection errors are counted, "
-            "not shown, until it answers again)",
-            self.role,
-            self.bootstrap,
-            reason.strip(),
-        )
-
-    def answered(self) -> None:
-        """The cluster answered a request: logged when it was down."""
-        if not self.down:
-            return
-        with self._lock:
-            if not self.down:
-                return
-            self.down = False
-            suppressed = self.suppressed
-        log.warning(
-            "the %s Kafka cluster at %s answers again (%d more connection errors while it was down)",
-            self.role,
-            self.bootstrap,
-            suppressed,
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class GroupState:
     """A consumer group as the cluster describes it."""
@@ -153,7 +83,7 @@ class Cluster:
         self.timeout_s = timeout_s
         self._admin: AdminClient | None = None
         self._reader: Consumer | None = None
-        self.client_log = ClientLog(role, self.bootstrap)
+        self.client_log = ClientLog(role, self.bootstrap, log)
 
     @property
     def bootstrap(self) -> str:
@@ -209,11 +139,9 @@ class Cluster:
 
     def config(self, forced: Mapping[str, Any] | None = None, **defaults: Any) -> dict[str, Any]:
         """librdkafka settings: ``defaults`` < the user's ``src.kafka.*``/``dest.kafka.*`` keys < ``forced``."""
-        config = client_config(self.settings, **defaults)
-        config.update(forced or {})
-        config["error_cb"] = self._on_error
-        config["logger"] = self.client_log
-        return config
+        return client_config(
+            self.settings, defaults=defaults, forced=forced, error_cb=self._on_error, logger=self.client_log
+        )
 
     def admin(self) -> AdminClient:
         if self._admin is None:

@@ -23,7 +23,7 @@ from mongocdc.events.signals import (
     parse_signal,
 )
 from mongocdc.sinks.kafka.notifications import NotificationSink, incremental_snapshot
-from mongocdc.sinks.kafka.signals import KafkaSignalChannel, KafkaSignalSender
+from mongocdc.sources.kafka.signals import KafkaSignalChannel, KafkaSignalSender
 from mongocdc.sources.mongo.signals import SignalCollectionWriter
 from tests.integration.helpers import read_topic, run_cli
 

@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mongocdc"
 
 HOMES = {
     "pymongo": ("sources/",),
-    "confluent_kafka": ("sinks/", "offsets/kafka.py", "replication/"),
+    "confluent_kafka": ("kafka/", "replication/"),
     "typer": ("cli/",),
     "click": ("cli/",),
     "rich": ("cli/",),
@@ -59,7 +59,7 @@ def test_pure_core_imports_only_stdlib_and_bson() -> None:
 
 
 def test_lower_layers_do_not_import_upper_ones() -> None:
-    lower = ("events/", "sources/", "sinks/", "offsets/", "config/")
+    lower = ("events/", "kafka/", "sources/", "sinks/", "offsets/", "config/")
     upper = ("mongocdc.engine", "mongocdc.wiring", "mongocdc.cli", "mongocdc.replication")
     wrong = [
         f"{rel} imports {name}"
@@ -67,5 +67,18 @@ def test_lower_layers_do_not_import_upper_ones() -> None:
         if rel.startswith(lower)
         for name in names
         if name.startswith(upper)
+    ]
+    assert wrong == []
+
+
+def test_the_kafka_package_stands_below_its_users() -> None:
+    """Sinks, offset stores, sources and replication build on ``mongocdc/kafka/``; it imports none of them."""
+    allowed = ("mongocdc.kafka", "mongocdc.errors", "mongocdc.retry", "mongocdc.config")
+    wrong = [
+        f"{rel} imports {name}"
+        for rel, names in modules()
+        if rel.startswith("kafka/")
+        for name in names
+        if name.split(".")[0] == "mongocdc" and not name.startswith(allowed)
     ]
     assert wrong == []

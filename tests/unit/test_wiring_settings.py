@@ -46,20 +46,6 @@ def test_the_change_stream_is_read_at_most_one_batch_ahead_of_the_loop() -> None
     assert source._limit == 77
 
 
-def test_max_queue_size_bounds_the_producers_queue() -> None:
-    config = wiring.producer_settings(settings(**{"max.queue.size": 5000, "max.queue.size.in.bytes": 1_000_001}))
-    assert config["queue.buffering.max.messages"] == "5000"
-    assert config["queue.buffering.max.kbytes"] == "977"  # rounded up to whole KiB
-    assert config["bootstrap.servers"] == "localhost:9092"
-
-
-def test_unset_queue_limits_leave_librdkafkas_defaults_and_kafka_settings_win() -> None:
-    assert "queue.buffering.max.messages" not in wiring.producer_settings(settings())
-    assert "queue.buffering.max.kbytes" not in wiring.producer_settings(settings())
-    explicit = settings(**{"max.queue.size": 5000, "kafka.queue.buffering.max.messages": "9000"})
-    assert wiring.producer_settings(explicit)["queue.buffering.max.messages"] == "9000"
-
-
 def test_max_queue_size_must_be_larger_than_max_batch_size() -> None:
     import pytest
 

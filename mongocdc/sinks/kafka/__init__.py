@@ -1,6 +1,5 @@
-"""Kafka: the only place (with offsets/kafka.py and replication/) that imports confluent_kafka."""
+"""Kafka as the sink of change events: ``KafkaSink`` and the notification channels (clients: ``mongocdc.kafka``)."""
 
 from mongocdc.sinks.kafka.producer import KafkaSink
-from mongocdc.sinks.kafka.reader import DumpRecord, StartAt, TopicReader
 
-__all__ = ["DumpRecord", "KafkaSink", "StartAt", "TopicReader"]
+__all__ = ["KafkaSink"]

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from mongocdc.replication.clients import ClientLog
+from mongocdc.kafka.logs import ClientLog
 
 FAIL = (
     "127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: Connection refused (after 0ms in state CONNECT)"

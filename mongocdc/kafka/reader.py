@@ -1,17 +1,17 @@
-"""``TopicReader``: reads a topic from the beginning, an offset or a time (``topic dump``)."""
+"""``TopicReader``: reads a topic from the beginning, an offset or a time (``topic dump``, ``topic compare``)."""
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError
 
-from mongocdc.errors import MongocdcError, UnreachableError, UsageError
-from mongocdc.sinks.kafka.common import client_config, raise_for_client_error
+from mongocdc.errors import UsageError
+from mongocdc.kafka.consumer import BEGINNING, KafkaConsumer
+from mongocdc.kafka.errors import Endpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,27 +37,12 @@ class TopicReader:
     """A group-less consumer that assigns every partition of one topic itself."""
 
     def __init__(self, settings: Mapping[str, str]) -> None:
-        config = client_config(
-            settings,
-            **{
-                "group.id": f"mongocdc-dump-{uuid.uuid4()}",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "auto.offset.reset": "earliest",
-            },
-        )
-        self.bootstrap = str(settings.get("bootstrap.servers", ""))
-        try:
-            self._consumer = Consumer(config)
-        except KafkaException as exc:
-            raise_for_client_error(exc, self.bootstrap)
+        self._endpoint = Endpoint.of(settings, servers="kafka.bootstrap.servers (or --bootstrap-servers)")
+        self.bootstrap = self._endpoint.bootstrap
+        self._consumer = KafkaConsumer(settings, self._endpoint, purpose="dump")
 
-    def _partitions(self, topic: str, timeout: float) -> list[int]:
-        try:
-            metadata = self._consumer.list_topics(topic, timeout=timeout)
-        except KafkaException as exc:
-            raise_for_client_error(exc, self.bootstrap)
-        info = metadata.topics.get(topic)
+    def _partitions(self, topic: str) -> list[int]:
+        info = self._consumer.metadata(topic).topics.get(topic)
         if info is None or info.error is not None or not info.partitions:
             reason = info.error.str() if info is not None and info.error is not None else "no partitions"
             raise UsageError(
@@ -68,10 +53,8 @@ class TopicReader:
 
     def topics(self, timeout: float = 10.0) -> dict[str, int]:
         """Every topic on the cluster, sorted by name, with its partition count."""
-        try:
-            metadata = self._consumer.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            raise_for_client_error(exc, self.bootstrap)
+        self._consumer.timeout_s = timeout
+        metadata = self._consumer.metadata()
         return {name: len(metadata.topics[name].partitions) for name in sorted(metadata.topics)}
 
     def read(
@@ -85,30 +68,29 @@ class TopicReader:
     ) -> Iterator[DumpRecord]:
         """Yield records until every partition reached its end (or forever with ``follow``).
 
-        ``timeout`` bounds the wait for the next record when not following.
+        ``timeout`` bounds each request and the wait for the next record when not following.
         """
-        partitions = self._partitions(topic, timeout)
-        assignment = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions]
+        consumer = self._consumer
+        consumer.timeout_s = timeout
+        partitions = self._partitions(topic)
+        offsets = dict.fromkeys(((topic, p) for p in partitions), BEGINNING)
         if start.offset is not None:
             if start.offset < 0:
                 raise UsageError(f"--offset must be >= 0, got {start.offset}")
-            assignment = [TopicPartition(topic, p, start.offset) for p in partitions]
+            offsets = dict.fromkeys(offsets, start.offset)
         elif start.timestamp_ms is not None:
-            wanted = [TopicPartition(topic, p, start.timestamp_ms) for p in partitions]
-            try:
-                assignment = self._consumer.offsets_for_times(wanted, timeout=timeout)
-            except KafkaException as exc:
-                raise_for_client_error(exc, self.bootstrap)
-        self._consumer.assign(assignment)
+            offsets = consumer.offsets_for_times(dict.fromkeys(offsets, start.timestamp_ms))
+        consumer.assign(offsets)
         at_end: set[int] = set()
         count = 0
         last_progress = time.monotonic()
         while max_messages is None or count < max_messages:
-            msg = self._consumer.poll(0.2)
-            if msg is None:
+            batch = consumer.consume(1, 0.2)
+            if not batch:
                 if not follow and time.monotonic() - last_progress > timeout:
                     return
                 continue
+            msg = batch[0]
             last_progress = time.monotonic()
             err = msg.error()
             if err is not None:
@@ -117,9 +99,7 @@ class TopicReader:
                     if not follow and at_end >= set(partitions):
                         return
                     continue
-                if err.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
-                    raise UnreachableError(f"Kafka at {self.bootstrap} is unreachable: {err.str()}")
-                raise MongocdcError(f"reading {topic}: {err.str()}")
+                raise self._endpoint.failed(err, f"reading {topic}")
             at_end.discard(msg.partition() or 0)
             _, ts = msg.timestamp()
             raw_headers: Any = msg.headers() or []

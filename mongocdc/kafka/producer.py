@@ -1,0 +1,161 @@
+"""``KafkaProducer``: produce with a bounded wait for room in a full queue, and flush with a deadline.
+
+librdkafka queues records locally and raises ``BufferError`` when the queue is full
+(``queue.buffering.max.messages``/``kbytes``). ``produce`` then serves delivery reports (which make room)
+until the record fits: the owner's failures (``fail``) end the wait, so does ``on_full`` (called with when
+the wait began, it may raise: a stop was asked for), and so does ``room_timeout_s`` when set. Delivery
+reports go to each record's ``on_delivery`` callback (or the ``on_delivery`` of ``forced``), served by
+``poll`` and ``flush`` on the caller's thread; ``delivery_failed`` turns a failed report into the owner's
+failure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from mongocdc.errors import UnreachableError
+from mongocdc.kafka.client import KafkaClient
+from mongocdc.kafka.errors import Endpoint, show_key
+
+DeliveryCallback = Callable[[Any, Any], None]
+"""``(error or None, message)``, as confluent-kafka calls a delivery report."""
+
+ROOM_POLL_S = 0.05
+"""How long each wait for room in a full queue serves delivery reports before trying again."""
+
+
+class KafkaProducer(KafkaClient):
+    """A producer of ``endpoint``.
+
+    ``note`` (``"; nothing after it was committed"``) is added to the message of a record's failure, ``redo``
+    (``": the event is read again from the stored offset"``) to the hint that says to start again.
+    """
+
+    kind: ClassVar[str] = "producer"
+
+    def __init__(
+        self,
+        settings: Mapping[str, Any],
+        endpoint: Endpoint,
+        *,
+        defaults: Mapping[str, Any] | None = None,
+        forced: Mapping[str, Any] | None = None,
+        purpose: str = "",
+        timeout_s: float = 10.0,
+        on_full: Callable[[float], None] | None = None,
+        room_timeout_s: float | None = None,
+        note: str = "",
+        redo: str = "",
+    ) -> None:
+        super().__init__(
+            Producer, settings, endpoint, defaults=defaults, forced=forced, purpose=purpose, timeout_s=timeout_s
+        )
+        self._on_full = on_full
+        self.room_timeout_s = room_timeout_s
+        self.note = note
+        self.redo = redo
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = -1,
+        *,
+        timestamp: int = 0,
+        headers: Any = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> None:
+        """Queue one record (``partition`` -1: the partitioner's choice; ``timestamp`` 0: now), waiting for room."""
+        try:
+            self._client.produce(
+                topic, value, key, partition, timestamp=timestamp, headers=headers, on_delivery=on_delivery
+            )
+        except BufferError:
+            self._when_room(topic, value, key, partition, timestamp, headers, on_delivery)
+        except KafkaException as exc:
+            raise self._produce_failed(exc, topic, value, key, partition) from exc
+
+    def _when_room(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int,
+        timestamp: int,
+        headers: Any,
+        on_delivery: DeliveryCallback | None,
+    ) -> None:
+        """The one wait for room in a full queue (the module docstring says what ends it)."""
+        since = time.monotonic()
+        while True:
+            self._client.poll(ROOM_POLL_S)
+            self.check()
+            if self._on_full is not None:
+                self._on_full(since)
+            if self.room_timeout_s is not None and time.monotonic() - since > self.room_timeout_s:
+                raise UnreachableError(
+                    f"{self.endpoint.where} did not make room in the producer's queue within "
+                    f"{self.room_timeout_s:.0f} s (no acknowledgements){self.note}",
+                    hint=self.endpoint.reach_hint(),
+                )
+            try:
+                self._client.produce(
+                    topic, value, key, partition, timestamp=timestamp, headers=headers, on_delivery=on_delivery
+                )
+                return
+            except BufferError:
+                continue
+            except KafkaException as exc:
+                raise self._produce_failed(exc, topic, value, key, partition) from exc
+
+    def _produce_failed(
+        self, exc: KafkaException, topic: str, value: bytes | None, key: bytes | None, partition: int
+    ) -> Exception:
+        record = f"the record for key {show_key(key)} in {topic}" + (f"[{partition}]" if partition >= 0 else "")
+        return self.endpoint.produce_failed(exc, record, len(value or b""), note=self.note, redo=self.redo)
+
+    def delivery_failed(self, err: KafkaError, msg: Any) -> None:
+        """Keep the failure of a delivery report (for ``check``): a callback's answer to an error."""
+        record = f"the record for key {show_key(msg.key())} in {msg.topic()}[{msg.partition()}]"
+        self.fail(self.endpoint.delivery_failed(err, record, note=self.note, redo=self.redo))
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        """Serve the delivery reports that arrived (waiting up to ``timeout_s`` for one); how many were served.
+
+        Failures they reported are kept, not raised: ``check`` raises them.
+        """
+        return int(self._client.poll(timeout_s))
+
+    def flush(
+        self, timeout_s: float | None = None, *, what: str = "records", hint: str = "check the brokers are up"
+    ) -> None:
+        """Wait until every queued record is acknowledged or failed; raise a kept failure, or ``UnreachableError``
+        (with ``hint``) when some of ``what`` still wait after ``timeout_s``."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            slice_s = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
+            left = self._client.flush(slice_s)
+            self.check()
+            if left == 0:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise UnreachableError(
+                    f"{self.endpoint.where} did not acknowledge {left} {what} within {timeout_s:.0f} s", hint=hint
+                )
+
+    def wait(self, timeout_s: float) -> int:
+        """Serve delivery reports for up to ``timeout_s``, until none is waiting; how many still wait."""
+        return int(self._client.flush(timeout_s))
+
+    def purge(self) -> None:
+        """Drop every record not yet acknowledged (their reports say so at the next ``wait``)."""
+        self._client.purge()
+
+    def __len__(self) -> int:
+        """Records queued or in flight, not yet reported."""
+        return len(self._client)

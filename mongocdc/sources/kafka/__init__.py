@@ -1,0 +1,1 @@
+"""Kafka as a source: the signal topic (``signal.kafka.topic``) Debezium's Kafka signal channel reads."""

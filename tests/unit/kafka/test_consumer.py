@@ -1,0 +1,104 @@
+"""Commits are checked per partition: a partition the group coordinator refused fails the commit.
+
+The confluent-kafka consumer is replaced by a stand-in that answers the commit as a coordinator would
+(no broker needed); the signal channel's commit goes through the same check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from mongocdc.errors import ConfigError, ExitCode, MongocdcError, UnreachableError
+from mongocdc.kafka.consumer import KafkaConsumer
+from mongocdc.kafka.errors import Endpoint
+from mongocdc.sources.kafka.signals import KafkaSignalChannel
+
+CLOSED = {"bootstrap.servers": "127.0.0.1:9"}
+
+
+@dataclass
+class Committed:
+    topic: str
+    partition: int
+    offset: int
+    error: KafkaError | None = None
+
+
+class Coordinator:
+    """Answers ``commit`` with ``refused`` partitions in error (or raises ``raises``); remembers the requests."""
+
+    def __init__(self, refused: dict[int, int] | None = None, raises: int | None = None) -> None:
+        self.refused = refused or {}
+        self.raises = raises
+        self.requests: list[list[tuple[str, int, int]]] = []
+
+    def commit(self, *, offsets: list[Any], asynchronous: bool) -> list[Committed]:
+        assert asynchronous is False
+        self.requests.append([(tp.topic, tp.partition, tp.offset) for tp in offsets])
+        if self.raises is not None:
+            raise KafkaException(KafkaError(self.raises, "the coordinator says no"))
+        return [
+            Committed(
+                tp.topic,
+                tp.partition,
+                tp.offset,
+                None if tp.partition not in self.refused else KafkaError(self.refused[tp.partition], "refused"),
+            )
+            for tp in offsets
+        ]
+
+    def close(self) -> None:
+        pass
+
+
+def consumer_answered_by(coordinator: Coordinator) -> KafkaConsumer:
+    consumer = KafkaConsumer(CLOSED, Endpoint("127.0.0.1:9"), group_id="g")
+    consumer._client.close()
+    consumer._client = coordinator
+    return consumer
+
+
+def test_a_commit_every_partition_accepted_returns() -> None:
+    coordinator = Coordinator()
+    consumer_answered_by(coordinator).commit({("t", 0): 5, ("t", 1): 7}, doing="committing group g")
+    assert coordinator.requests == [[("t", 0, 5), ("t", 1, 7)]]
+
+
+def test_a_partition_refused_fails_the_commit_naming_it() -> None:
+    consumer = consumer_answered_by(Coordinator(refused={1: KafkaError.OFFSET_METADATA_TOO_LARGE}))
+    with pytest.raises(MongocdcError) as caught:
+        consumer.commit({("t", 0): 5, ("t", 1): 7}, doing="committing group g")
+    assert "committing group g for t[1]: OFFSET_METADATA_TOO_LARGE: refused" in caught.value.message
+    assert "t[0]" not in caught.value.message
+
+
+def test_a_partition_refused_for_lack_of_rights_is_a_configuration_error() -> None:
+    consumer = consumer_answered_by(Coordinator(refused={0: KafkaError.GROUP_AUTHORIZATION_FAILED}))
+    with pytest.raises(ConfigError) as caught:
+        consumer.commit({("t", 0): 5}, doing="committing group g")
+    assert caught.value.exit_code == ExitCode.CONFIG
+
+
+def test_a_commit_the_coordinator_did_not_answer_is_exit_4() -> None:
+    consumer = consumer_answered_by(Coordinator(raises=KafkaError.REQUEST_TIMED_OUT))
+    with pytest.raises(UnreachableError):
+        consumer.commit({("t", 0): 5}, doing="committing group g")
+
+
+def test_nothing_to_commit_is_no_request() -> None:
+    coordinator = Coordinator()
+    consumer_answered_by(coordinator).commit({}, doing="committing group g")
+    assert coordinator.requests == []
+
+
+def test_the_signal_channel_reports_a_refused_partition_and_keeps_its_signals_pending() -> None:
+    channel = KafkaSignalChannel(CLOSED, "app-signal", "g", "app")
+    channel._consumer = consumer_answered_by(Coordinator(refused={0: KafkaError.UNKNOWN_TOPIC_OR_PART}))
+    channel._pending = {0: 3}
+    with pytest.raises(MongocdcError, match=r"app-signal\[0\]: UNKNOWN_TOPIC_OR_PART"):
+        channel.commit()
+    assert channel._pending == {0: 3}  # read again after a restart
