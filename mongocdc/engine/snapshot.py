@@ -93,13 +93,15 @@ class SnapshotOptions:
 
 
 class _Held:
-    """The last document a worker read and the chunk it came from."""
+    """The last document a worker read, the chunk it came from, and the time of its read."""
 
-    __slots__ = ("chunk", "document")
+    __slots__ = ("chunk", "document", "read_ns")
 
     def __init__(self, document: Mapping[str, Any], chunk: Chunk) -> None:
         self.document = document
         self.chunk = chunk
+        # The scanner's time of the read, else now (when the document left the scanner), never later.
+        self.read_ns = chunk.read_ns if chunk.read_ns is not None else time.time_ns()
 
     @property
     def end(self) -> ScanPosition:
@@ -144,7 +146,7 @@ class SnapshotRunner:
 
     # -- producing ------------------------------------------------------------------
 
-    def _event(self, namespace: str, document: Mapping[str, Any], marker: SnapshotMarker) -> ChangeEvent:
+    def _event(self, namespace: str, document: Mapping[str, Any], marker: SnapshotMarker, read_ns: int) -> ChangeEvent:
         assert self._state is not None
         db, _, coll = namespace.partition(".")
         if self._transform is not None:
@@ -159,19 +161,19 @@ class SnapshotRunner:
             ord=-1,
             snapshot=marker,
             rs=self.options.rs,
-            read_ns=time.time_ns(),
+            read_ns=read_ns,
         )
         key = raw_document_id(document) if isinstance(document, RawBSONDocument) else document["_id"]
         return ChangeEvent(Op.READ, value_to_json(key), source, after=document_to_json(document))
 
-    def _produce(self, namespace: str, document: Mapping[str, Any], marker: SnapshotMarker) -> None:
+    def _produce(self, namespace: str, held: _Held, marker: SnapshotMarker) -> None:
         # Back-pressure: a scan outruns Kafka easily; hold memory flat by waiting for acknowledgements.
         self._since_check += 1
         if self._since_check >= 256:
             self._since_check = 0
             while self._tracker.in_flight >= self.options.max_in_flight and not self.stop.is_set():
                 self.sink.poll(0.05)
-        event = self._event(namespace, document, marker)
+        event = self._event(namespace, held.document, marker, held.read_ns)
         seq = self._tracker.issue()
         tracker = self._tracker
         self.sink.produce(
@@ -207,13 +209,13 @@ class SnapshotRunner:
             for document in chunk.documents:
                 if self.stop.is_set():
                     if held is not None:  # graceful stop: deliver what was read, resume right after it
-                        self._produce(ns, held.document, SnapshotMarker.TRUE)
+                        self._produce(ns, held, SnapshotMarker.TRUE)
                         emitted += 1
                         report.documents = emitted
                         self._register(ns, held.chunk.position_after(held.document), emitted)
                     return False, None
                 if held is not None:
-                    self._produce(ns, held.document, SnapshotMarker.TRUE)
+                    self._produce(ns, held, SnapshotMarker.TRUE)
                     emitted += 1
                     report.documents = emitted
                     if held.chunk is not chunk:  # the held document closed the previous chunk
@@ -306,7 +308,7 @@ class SnapshotRunner:
             report = self.report.collections[ns]
             last = whole_snapshot and index == len(order) - 1
             marker = SnapshotMarker.LAST if last else SnapshotMarker.TRUE
-            self._produce(ns, item.document, marker)
+            self._produce(ns, item, marker)
             report.documents += 1
             self._register(ns, item.end, report.documents, done=True)
             report.done = True

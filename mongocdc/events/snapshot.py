@@ -66,6 +66,13 @@ class Chunk:
     end: ScanPosition
     bracket: int = 0
     """The ``_id`` type bracket every document of the chunk is in."""
+    read_ns: int | None = None
+    """Wall-clock nanoseconds no later than the server read any of the documents, when the scanner knows.
+
+    A snapshot read carries it as its time (``source.ts_ns``), however long the document waits
+    before it is produced (back-pressure, or held back to the end as a collection's last document):
+    a change made after the read must order after it, and a read stamped late would overtake it.
+    """
 
     def position_after(self, document: Mapping[str, Any]) -> ScanPosition:
         """Where the scan continues after ``document`` of this chunk."""

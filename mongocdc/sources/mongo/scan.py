@@ -9,6 +9,7 @@ on the last key read. A scan can resume from (bracket, last key) after a crash.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -69,12 +70,12 @@ class CollectionScanner:
         while position.bracket < len(ID_TYPE_BRACKETS):
             bracket = position.bracket
             try:
-                for documents, exhausted in read_ahead(self._batches(position), self.namespace):
+                for documents, exhausted, read_ns in read_ahead(self._batches(position), self.namespace):
                     position = (
                         ScanPosition(bracket + 1) if exhausted else ScanPosition(bracket, documents[-1]["_id"], True)
                     )
                     if documents:
-                        yield Chunk(documents, position, bracket)
+                        yield Chunk(documents, position, bracket, read_ns)
             except CursorNotFound:
                 log.warning("the snapshot cursor of %s expired; reopening after the last key read", self.namespace)
                 continue
@@ -84,17 +85,25 @@ class CollectionScanner:
             if position.bracket == bracket:  # an empty bracket
                 position = ScanPosition(bracket + 1)
 
-    def _batches(self, position: ScanPosition) -> Iterator[tuple[list[Mapping[str, Any]], bool]]:
-        """``(documents, bracket exhausted)`` pairs of one bracket's cursor, ``fetch_size`` documents each."""
+    def _batches(self, position: ScanPosition) -> Iterator[tuple[list[Mapping[str, Any]], bool, int]]:
+        """``(documents, bracket exhausted, read_ns)`` of one bracket's cursor, ``fetch_size`` documents each.
+
+        ``read_ns`` is taken before the server was asked for any of the documents: before the query
+        for the first chunk, and for each later one before the chunk *before* it was collected, since
+        a chunk's first documents can come from the server batch that completed the one before (a
+        server batch is never larger than ``fetch_size``, the cursor's batch size).
+        """
+        previous = current = time.time_ns()
         cursor = self._collection.find(self._query(position), batch_size=self._fetch_size).sort("_id", ASCENDING)
         with cursor:
             batch: list[Mapping[str, Any]] = []
             for document in cursor:
                 batch.append(document)
                 if len(batch) == self._fetch_size:
-                    yield batch, False
+                    yield batch, False, previous
                     batch = []
-            yield batch, True
+                    previous, current = current, time.time_ns()
+            yield batch, True, previous
 
 
 SYSTEM_DATABASES = frozenset({"admin", "config", "local"})

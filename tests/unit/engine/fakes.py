@@ -111,7 +111,10 @@ class ScriptedScanner:
         fetch_size: int = 2,
         fail_after_chunks: int | None = None,
         on_chunk: Callable[[int], None] | None = None,
+        read_ns_base: int | None = None,
     ) -> None:
+        self.read_ns_base = read_ns_base
+        """Chunk ``n`` (from 1) carries ``read_ns_base + n`` as its time of read; ``None``: no time."""
         self.namespace = namespace
         self.documents = sorted(documents, key=lambda d: (bracket_of(d["_id"]), order_key(d["_id"])))
         self.fetch_size = fetch_size
@@ -143,7 +146,8 @@ class ScriptedScanner:
                 self.chunks_served += 1
                 if self.on_chunk is not None:
                     self.on_chunk(self.chunks_served)
-                yield Chunk(documents, position, bracket)
+                read_ns = None if self.read_ns_base is None else self.read_ns_base + self.chunks_served
+                yield Chunk(documents, position, bracket, read_ns)
 
 
 class RecordingSink:

@@ -97,6 +97,29 @@ def test_snapshot_reads_every_document_once_with_markers(tmp_path: Path, threads
     assert set(state.collections) == set(collections())
 
 
+def test_a_read_carries_the_time_its_chunk_was_read_even_when_produced_later(tmp_path: Path) -> None:
+    """The held-back last document is produced when every collection is done; its time is still its read's."""
+    base = 1_700_000_000_000_000_000
+    scanner = ScriptedScanner("shop.orders", [{"_id": i} for i in range(5)], fetch_size=2, read_ns_base=base)
+    sink = RecordingSink()
+    assert runner(SqliteOffsetStore(tmp_path / "o.db"), sink, threads=1).run([scanner], SnapshotState(START)).completed
+    stamps = []
+    for _topic, _key, value in sink.records:
+        assert value is not None
+        payload = json.loads(value)
+        stamps.append(
+            (json_util.loads(payload["after"])["_id"], payload["source"]["ts_ns"], payload["source"]["snapshot"])
+        )
+    # Chunks [0, 1], [2, 3], [4]: each read carries its chunk's time, the last one too.
+    assert stamps == [
+        (0, base + 1, "true"),
+        (1, base + 1, "true"),
+        (2, base + 2, "true"),
+        (3, base + 2, "true"),
+        (4, base + 3, "last"),
+    ]
+
+
 @pytest.mark.parametrize("crash_after_chunks", [0, 1, 3])
 def test_crash_mid_snapshot_resumes_from_the_last_acknowledged_chunk(tmp_path: Path, crash_after_chunks: int) -> None:
     store = SqliteOffsetStore(tmp_path / "o.db")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -142,3 +143,55 @@ def test_a_source_read_ahead_holds_at_most_its_limit_ahead() -> None:
     source.next()
     source.close()
     assert inner.reads <= 8  # one freed slot, one more read at most, no runaway reading
+
+
+class FakeCursor:
+    """A find cursor over ``documents`` that serves batches of ``batch_size`` and notes when each was served."""
+
+    def __init__(self, documents: list[dict[str, int]], batch_size: int, served: list[int]) -> None:
+        self.documents, self.batch_size, self.served = documents, batch_size, served
+
+    def sort(self, *_: object) -> FakeCursor:
+        return self
+
+    def __enter__(self) -> FakeCursor:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def __iter__(self) -> Iterator[dict[str, int]]:
+        for index, document in enumerate(self.documents):
+            if index % self.batch_size == 0:
+                time.sleep(0.002)  # the server's time for a batch: lets the clock move between batches
+            self.served.append(time.time_ns())  # when the server had read this document, at the latest
+            yield document
+
+
+class FakeCollection:
+    def __init__(self, documents: list[dict[str, int]], served: list[int]) -> None:
+        self.documents, self.served = documents, served
+
+    def with_options(self, **_: object) -> FakeCollection:
+        return self
+
+    def find(self, query: dict[str, Any], batch_size: int) -> FakeCursor:
+        # The scanner asks bracket by bracket; the documents' int _ids are all in the numbers bracket.
+        numbers = "int" in query["_id"]["$type"]
+        return FakeCursor(self.documents if numbers else [], batch_size, self.served)
+
+
+def test_each_chunk_is_stamped_no_later_than_the_server_read_any_of_its_documents() -> None:
+    from mongocdc.sources.mongo.scan import CollectionScanner
+
+    served: list[int] = []
+    collection = FakeCollection([{"_id": i} for i in range(7)], served)
+    scanner = CollectionScanner({"db": {"c": collection}}, "db", "c", fetch_size=2)  # type: ignore[arg-type]
+    chunks = []
+    for chunk in scanner.chunks():
+        chunks.append(chunk)
+        time.sleep(0.002)  # the caller's work on the chunk (what a late stamp would include)
+    assert [[d["_id"] for d in c.documents] for c in chunks] == [[0, 1], [2, 3], [4, 5], [6]]
+    for chunk in chunks:
+        assert chunk.read_ns is not None
+        assert all(chunk.read_ns <= served[d["_id"]] for d in chunk.documents)
