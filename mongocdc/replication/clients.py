@@ -1,76 +1,31 @@
-"""``Cluster``: one Kafka cluster as replication and failover see it, thin over confluent-kafka's clients.
+"""``Cluster``: one Kafka cluster as replication and failover see it, over ``mongocdc.kafka``'s clients.
 
-Admin requests (identity, topics and their configs, consumer groups and their offsets), plain reads
-(a compacted topic to its end, a range of a partition, one record's timestamp) and the clients the
-copy loop uses. Every failed request becomes a ``MongocdcError``: unreachable → exit 4 naming the
-cluster's role and address, refused or invalid settings → the broker's reason.
+Its role (``source`` or ``target``) names it in every error and hint (``Endpoint``), its ``ClientLog``
+says an outage once for all its clients, and it adds what replication means by its requests: the cluster's
+identity (or its alias), the configs a copied topic takes, the compacted internal topics, a compacted
+topic read to its end, one record's timestamp, a time's offset. Admin requests and plain reads go to one
+admin client and one reader, created on first use.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import (
-    OFFSET_BEGINNING,
-    Consumer,
-    ConsumerGroupTopicPartitions,
-    KafkaError,
-    KafkaException,
-    Producer,
-    TopicPartition,
-)
-
-# The package exports these without marking them re-exported (mypy --strict: no implicit re-export).
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AdminClient,
-    ConfigResource,
-    ConfigSource,
-    NewPartitions,
-    NewTopic,
-    ResourceType,
-)
-
 from mongocdc.errors import ConfigError, MongocdcError, UnreachableError
-from mongocdc.kafka.config import client_config
-from mongocdc.kafka.errors import describe as describe_error
+from mongocdc.kafka.admin import GroupState, KafkaAdmin
+from mongocdc.kafka.config import READER
+from mongocdc.kafka.consumer import KafkaConsumer, Offsets
+from mongocdc.kafka.errors import Endpoint
 from mongocdc.kafka.logs import ClientLog
+from mongocdc.kafka.producer import KafkaProducer
 from mongocdc.retry import Backoff
 
 log = logging.getLogger("mongocdc.replication")
 
-_UNREACHABLE = (
-    KafkaError._TRANSPORT,
-    KafkaError._ALL_BROKERS_DOWN,
-    KafkaError._TIMED_OUT,
-    KafkaError._MSG_TIMED_OUT,
-    KafkaError.REQUEST_TIMED_OUT,
-)
-_SETTLING = (
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.UNKNOWN_TOPIC_OR_PART,
-    KafkaError._UNKNOWN_PARTITION,
-)
-_COPIED_CONFIG_SOURCES = (ConfigSource.DYNAMIC_TOPIC_CONFIG.value, ConfigSource.DYNAMIC_TOPIC_CONFIG)
 _NOT_COPIED = frozenset({"message.timestamp.type"})  # copies keep the source timestamps (CreateTime)
 COMPACTED_CONFIGS = {"cleanup.policy": "compact"}
-
-
-class _Unavailable(Exception):
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class GroupState:
-    """A consumer group as the cluster describes it."""
-
-    state: str
-    members: int
 
 
 class Cluster:
@@ -81,94 +36,55 @@ class Cluster:
         self.role = role
         self.prefix = prefix
         self.timeout_s = timeout_s
-        self._admin: AdminClient | None = None
-        self._reader: Consumer | None = None
-        self.client_log = ClientLog(role, self.bootstrap, log)
+        flag = "--source" if role == "source" else "--target"
+        self.client_log = ClientLog(role, str(settings.get("bootstrap.servers", "")), log)
+        self.endpoint = Endpoint.of(
+            settings,
+            role=role,
+            prefix=prefix,
+            servers=f"{flag} ({prefix}bootstrap.servers)",
+            client_log=self.client_log,
+        )
+        self._admin: KafkaAdmin | None = None
+        self._reader: KafkaConsumer | None = None
 
     @property
     def bootstrap(self) -> str:
-        return str(self.settings.get("bootstrap.servers", ""))
+        return self.endpoint.bootstrap
 
     def __repr__(self) -> str:
         return f"Cluster({self.role}, {self.bootstrap!r})"
 
-    # --- errors ------------------------------------------------------------------------
-
-    def _on_error(self, err: KafkaError) -> None:
-        if err.fatal():
-            log.error("Kafka (%s %s) failed fatally: %s", self.role, self.bootstrap, describe_error(err))
-        elif err.code() == KafkaError._ALL_BROKERS_DOWN:
-            self.client_log.failed(err.str())
-        else:
-            log.debug("Kafka (%s %s): %s", self.role, self.bootstrap, describe_error(err))
-
-    def unreachable(self, detail: str, *, attempts: int | None = None) -> UnreachableError:
-        tried = f" after {attempts} attempt{'' if attempts == 1 else 's'}" if attempts else ""
-        flag = "--source" if self.role == "source" else "--target"
-        return UnreachableError(
-            f"the {self.role} Kafka cluster at {self.bootstrap} is unreachable{tried}: {detail}",
-            hint=f"check {flag} ({self.prefix}bootstrap.servers), the {self.prefix}* security settings and that "
-            "the brokers are up; connect.max.attempts and connect.backoff.* tune the retries",
-        )
-
     def failed(self, exc: BaseException, doing: str) -> MongocdcError:
-        """A ``MongocdcError`` for a failed request: unreachable → exit 4, bad settings → 3, else the reason."""
-        err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-        if isinstance(err, KafkaError):
-            if err.code() in _UNREACHABLE:
-                return self.unreachable(f"{doing}: {err.str()}")
-            if err.code() == KafkaError._INVALID_ARG:
-                return ConfigError(
-                    f"invalid Kafka client setting for the {self.role} cluster: {err.str()}",
-                    hint=f"check the {self.prefix}* keys against librdkafka's CONFIGURATION.md",
-                )
-            if err.code() in (
-                KafkaError.TOPIC_AUTHORIZATION_FAILED,
-                KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-                KafkaError.GROUP_AUTHORIZATION_FAILED,
-                KafkaError.SASL_AUTHENTICATION_FAILED,
-            ):
-                return ConfigError(
-                    f"the {self.role} cluster at {self.bootstrap} refused {doing}: {describe_error(err)}",
-                    hint=f"check the {self.prefix}sasl.* settings and the principal's ACLs",
-                )
-            return MongocdcError(f"the {self.role} cluster at {self.bootstrap} failed {doing}: {describe_error(err)}")
-        return MongocdcError(f"the {self.role} cluster at {self.bootstrap} failed {doing}: {exc}")
+        """A ``MongocdcError`` for a failed request (``Endpoint.failed``)."""
+        return self.endpoint.failed(exc, doing)
 
     # --- clients -----------------------------------------------------------------------
 
-    def config(self, forced: Mapping[str, Any] | None = None, **defaults: Any) -> dict[str, Any]:
-        """librdkafka settings: ``defaults`` < the user's ``src.kafka.*``/``dest.kafka.*`` keys < ``forced``."""
-        return client_config(
-            self.settings, defaults=defaults, forced=forced, error_cb=self._on_error, logger=self.client_log
-        )
-
-    def admin(self) -> AdminClient:
+    def admin(self) -> KafkaAdmin:
         if self._admin is None:
-            try:
-                self._admin = AdminClient(self.config())
-            except KafkaException as exc:
-                raise self.failed(exc, "creating an admin client") from exc
+            self._admin = KafkaAdmin(self.settings, self.endpoint, timeout_s=self.timeout_s)
         return self._admin
 
-    def consumer(self, group_id: str | None = None, overrides: Mapping[str, Any] | None = None) -> Consumer:
-        """A consumer that never commits on its own (``enable.auto.commit=false``)."""
-        defaults: dict[str, Any] = {"auto.offset.reset": "earliest", **(overrides or {})}
-        forced = {"group.id": group_id or f"mongocdc-reader-{uuid.uuid4()}", "enable.auto.commit": False}
-        try:
-            return Consumer(self.config(forced, **defaults))
-        except KafkaException as exc:
-            raise self.failed(exc, "creating a consumer") from exc
+    def consumer(self, group_id: str | None = None, defaults: Mapping[str, Any] | None = None) -> KafkaConsumer:
+        """A consumer that never commits on its own; ``defaults`` come before the user's ``<prefix>*`` keys."""
+        return KafkaConsumer(
+            self.settings,
+            self.endpoint,
+            group_id=group_id,
+            defaults={"auto.offset.reset": "earliest", **(defaults or {})},
+            timeout_s=self.timeout_s,
+        )
 
-    def producer(self, forced: Mapping[str, Any], **defaults: Any) -> Producer:
-        try:
-            return Producer(self.config(forced, **defaults))
-        except KafkaException as exc:
-            raise self.failed(exc, "creating a producer") from exc
+    def producer(self, *, forced: Mapping[str, Any], defaults: Mapping[str, Any], **options: Any) -> KafkaProducer:
+        """A producer: ``defaults`` < the user's ``<prefix>*`` keys < ``forced``; ``options`` as ``KafkaProducer``'s."""
+        return KafkaProducer(
+            self.settings, self.endpoint, defaults=defaults, forced=forced, timeout_s=self.timeout_s, **options
+        )
 
-    def _reader_client(self) -> Consumer:
+    def _reader_client(self) -> KafkaConsumer:
         if self._reader is None:
-            self._reader = self.consumer(overrides={"enable.partition.eof": False})
+            self._reader = self.consumer(defaults={"enable.partition.eof": False})
         return self._reader
 
     def close(self) -> None:
@@ -179,31 +95,16 @@ class Cluster:
 
     # --- reachability and identity -------------------------------------------------------
 
-    def _probe(self, timeout_s: float) -> None:
-        try:
-            self.admin().list_topics(timeout=timeout_s)
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            raise _Unavailable(err.str() if isinstance(err, KafkaError) else str(exc)) from exc
-        self.client_log.answered()
-
     def connect(self, backoff: Backoff) -> None:
         """Wait until the cluster answers (retrying with ``backoff``); ``UnreachableError`` (exit 4) otherwise."""
-        try:
-            backoff.run(
-                f"connecting to the {self.role} Kafka cluster at {self.bootstrap}",
-                lambda: self._probe(self.timeout_s),
-                retry_on=(_Unavailable,),
-            )
-        except _Unavailable as exc:
-            raise self.unreachable(str(exc), attempts=backoff.max_attempts) from exc
+        self.admin().reach(backoff)
 
     def reachable(self, timeout_s: float | None = None) -> bool:
         """One attempt, no retries: whether the cluster answers within ``timeout_s``."""
         try:
-            self._probe(self.timeout_s if timeout_s is None else timeout_s)
-        except _Unavailable as exc:
-            log.warning("the %s cluster at %s does not answer: %s", self.role, self.bootstrap, exc)
+            self.admin().reach(None, timeout_s=timeout_s)
+        except UnreachableError as exc:
+            log.warning("%s", exc.message)
             return False
         return True
 
@@ -211,84 +112,42 @@ class Cluster:
         """``alias`` when set, else the cluster id the brokers report."""
         if alias:
             return alias
-        try:
-            described = self.admin().describe_cluster(request_timeout=self.timeout_s).result()
-        except KafkaException as exc:
-            raise self.failed(exc, "describing the cluster") from exc
-        cluster_id = getattr(described, "cluster_id", None)
+        cluster_id = self.admin().cluster_id()
         if not cluster_id:
-            side = "source" if self.role == "source" else "target"
             raise ConfigError(
-                f"the {self.role} cluster at {self.bootstrap} reports no cluster id",
-                hint=f"set {side}.cluster.alias to a name both replication directions use for it",
+                f"{self.endpoint.where} reports no cluster id",
+                hint=f"set {self.role}.cluster.alias to a name both replication directions use for it",
             )
-        return str(cluster_id)
+        return cluster_id
 
     # --- topics --------------------------------------------------------------------------
 
     def topics(self) -> dict[str, int]:
         """Partition count by topic name."""
-        try:
-            metadata = self.admin().list_topics(timeout=self.timeout_s)
-        except KafkaException as exc:
-            raise self.failed(exc, "listing topics") from exc
-        return {name: len(info.partitions) for name, info in metadata.topics.items() if info.error is None}
+        return self.admin().topics()
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         """The configs set on ``topic`` itself (not broker defaults), minus those a copy must not take."""
-        resource = ConfigResource(ResourceType.TOPIC, topic)
-        try:
-            entries = self.admin().describe_configs([resource], request_timeout=self.timeout_s)[resource].result()
-        except KafkaException as exc:
-            raise self.failed(exc, f"describing the configs of {topic}") from exc
-        copied: dict[str, str] = {}
-        for name, entry in entries.items():
-            source = entry.source
-            if source in _COPIED_CONFIG_SOURCES and name not in _NOT_COPIED and entry.value is not None:
-                copied[name] = str(entry.value)
-        return copied
+        entries = self.admin().topic_configs(topic, set_on_topic=True)
+        return {
+            name: str(entry.value)
+            for name, entry in entries.items()
+            if name not in _NOT_COPIED and entry.value is not None
+        }
 
     def create_topic(self, topic: str, partitions: int, configs: Mapping[str, str], replication_factor: int) -> bool:
         """Create ``topic`` unless it exists; whether this call created it."""
-        new = NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor, config=dict(configs))
-        try:
-            self.admin().create_topics([new], operation_timeout=self.timeout_s)[topic].result()
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                return False
-            raise self.failed(exc, f"creating topic {topic}") from exc
-        self.wait_for_topic(topic, partitions)
-        return True
-
-    def wait_for_topic(self, topic: str, partitions: int) -> None:
-        """Wait until metadata shows ``topic`` with a leader for each partition (a new topic settles)."""
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                info = self.admin().list_topics(topic, timeout=self.timeout_s).topics.get(topic)
-            except KafkaException as exc:
-                raise self.failed(exc, f"reading the metadata of {topic}") from exc
-            if (
-                info is not None
-                and info.error is None
-                and len(info.partitions) >= partitions
-                and all(p.leader >= 0 for p in info.partitions.values())
-            ):
-                return
-            if time.monotonic() > deadline:
-                raise self.unreachable(f"topic {topic} has no leader for every partition after {self.timeout_s:.0f} s")
-            time.sleep(0.05)
+        return self.admin().create_topic(
+            topic,
+            partitions,
+            replication_factor=replication_factor,
+            configs=configs,
+            refused_hint=f"set replication.factor to what the {self.role} cluster allows, or create {topic} yourself",
+        )
 
     def add_partitions(self, topic: str, count: int) -> None:
         """Grow ``topic`` to ``count`` partitions."""
-        try:
-            self.admin().create_partitions([NewPartitions(topic, count)], operation_timeout=self.timeout_s)[
-                topic
-            ].result()
-        except KafkaException as exc:
-            raise self.failed(exc, f"adding partitions to {topic}") from exc
-        self.wait_for_topic(topic, count)
+        self.admin().add_partitions(topic, count)
 
     def ensure_compacted(self, topic: str, replication_factor: int) -> None:
         """Create the one-partition compacted internal topic ``topic`` when it is absent."""
@@ -297,17 +156,7 @@ class Cluster:
 
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """``(low, high)`` offsets of a partition, waiting out a new topic's leader election."""
-        consumer = self._reader_client()
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout_s)
-                return int(low), int(high)
-            except KafkaException as exc:
-                err = exc.args[0] if exc.args else None
-                if not (isinstance(err, KafkaError) and err.code() in _SETTLING) or time.monotonic() > deadline:
-                    raise self.failed(exc, f"reading the offsets of {topic}[{partition}]") from exc
-                time.sleep(0.1)
+        return self._reader_client().watermarks(topic, partition)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -315,27 +164,9 @@ class Cluster:
         """Every record of ``topic[partition]`` from ``start`` up to (not including) ``end``."""
         if end <= start:
             return
-        consumer = self.consumer(overrides={"enable.partition.eof": True})
+        consumer = self.consumer(defaults=READER)
         try:
-            consumer.assign([TopicPartition(topic, partition, start)])
-            deadline = time.monotonic() + max(30.0, self.timeout_s)
-            while True:
-                batch: list[Any] = consumer.consume(1000, 0.5)
-                for msg in batch:
-                    err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            return
-                        raise self.failed(KafkaException(err), f"reading {topic}[{partition}]")
-                    if msg.offset() >= end:
-                        return
-                    yield msg
-                    if msg.offset() + 1 >= end:
-                        return
-                if batch:
-                    deadline = time.monotonic() + max(30.0, self.timeout_s)
-                elif time.monotonic() > deadline:
-                    raise self.unreachable(f"reading {topic}[{partition}] from {start} to {end} timed out")
+            yield from consumer.read(topic, {partition: (start, end)}, idle_timeout_s=max(30.0, self.timeout_s))
         finally:
             consumer.close()
 
@@ -360,12 +191,7 @@ class Cluster:
 
     def offset_for_time(self, topic: str, partition: int, ts: int) -> int:
         """The earliest offset whose timestamp is at least ``ts`` (the partition's end when there is none)."""
-        consumer = self._reader_client()
-        try:
-            found = consumer.offsets_for_times([TopicPartition(topic, partition, ts)], timeout=self.timeout_s)
-        except KafkaException as exc:
-            raise self.failed(exc, f"looking up a time in {topic}[{partition}]") from exc
-        offset = int(found[0].offset)
+        offset = self._reader_client().offsets_for_times({(topic, partition): ts})[(topic, partition)]
         if offset < 0:
             return self.watermarks(topic, partition)[1]
         return offset
@@ -373,49 +199,14 @@ class Cluster:
     # --- consumer groups -----------------------------------------------------------------
 
     def group_ids(self) -> list[str]:
-        try:
-            listed = self.admin().list_consumer_groups(request_timeout=self.timeout_s).result()
-        except KafkaException as exc:
-            raise self.failed(exc, "listing consumer groups") from exc
-        return sorted(group.group_id for group in listed.valid)
+        return self.admin().group_ids()
 
     def committed(self, group: str) -> dict[tuple[str, int], int]:
         """The group's committed offsets by ``(topic, partition)`` (partitions without one are left out)."""
-        request = [ConsumerGroupTopicPartitions(group)]
-        try:
-            result = self.admin().list_consumer_group_offsets(request, request_timeout=self.timeout_s)[group].result()
-        except KafkaException as exc:
-            raise self.failed(exc, f"reading the committed offsets of group {group}") from exc
-        return {
-            (tp.topic, tp.partition): int(tp.offset)
-            for tp in result.topic_partitions or []
-            if tp.offset >= 0 and tp.error is None
-        }
+        return self.admin().committed(group)
 
     def group_state(self, group: str) -> GroupState:
-        try:
-            described = self.admin().describe_consumer_groups([group], request_timeout=self.timeout_s)[group].result()
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return GroupState("DEAD", 0)
-            raise self.failed(exc, f"describing group {group}") from exc
-        state = getattr(described.state, "name", str(described.state))
-        return GroupState(state, len(described.members or []))
+        return self.admin().group_state(group)
 
-    def alter_offsets(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
-        partitions = [
-            TopicPartition(topic, partition, offset) for (topic, partition), offset in sorted(offsets.items())
-        ]
-        request = [ConsumerGroupTopicPartitions(group, partitions)]
-        try:
-            result = self.admin().alter_consumer_group_offsets(request, request_timeout=self.timeout_s)[group].result()
-        except KafkaException as exc:
-            raise self.failed(exc, f"writing the offsets of group {group}") from exc
-        refused = [tp for tp in result.topic_partitions or [] if tp.error is not None]
-        if refused:
-            detail = ", ".join(f"{tp.topic}[{tp.partition}]: {tp.error.str()}" for tp in refused)
-            raise MongocdcError(f"the {self.role} cluster refused offsets of group {group}: {detail}")
-
-
-BEGINNING = OFFSET_BEGINNING
+    def alter_offsets(self, group: str, offsets: Offsets) -> None:
+        self.admin().alter_offsets(group, offsets)

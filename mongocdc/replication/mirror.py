@@ -34,9 +34,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
-
-from mongocdc.errors import ConfigError, DeliveryError, MongocdcError, OversizedEventError, UnreachableError
+from mongocdc.errors import ConfigError, MongocdcError, UnreachableError
+from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER, NO_AUTO_CREATE
 from mongocdc.replication.clients import Cluster
 from mongocdc.replication.naming import NameFilter, TopicRenamer
 from mongocdc.replication.provenance import HEADER, HopEncoder, hops, origin_on
@@ -45,12 +44,7 @@ from mongocdc.retry import Backoff
 
 log = logging.getLogger("mongocdc.replication")
 
-COPY_PRODUCER_FORCED: dict[str, Any] = {
-    "enable.idempotence": True,
-    "acks": "all",
-    "partitioner": "murmur2_random",
-    "allow.auto.create.topics": False,
-}
+COPY_PRODUCER_FORCED: dict[str, Any] = {**DURABLE, **JAVA_PARTITIONER, **NO_AUTO_CREATE}
 COPY_PRODUCER_DEFAULTS: dict[str, Any] = {"linger.ms": 5, "compression.type": "none"}
 COPY_CONSUMER_DEFAULTS: dict[str, Any] = {
     # librdkafka stops fetching while its queue is full and by default waits a whole second before
@@ -153,7 +147,7 @@ class _Partition:
         self.encoder = encoder
         self.events: list[Any] = []  # source offsets copied (int), or (offset, counterpart | None) for loop skips
         self.acks: list[int] = []  # target offsets acknowledged, in produce order
-        self.on_delivery: Callable[[KafkaError | None, Any], None] | None = None  # the copies' delivery reports
+        self.on_delivery: Callable[[Any, Any], None] | None = None  # the copies' delivery reports
         self.skips = 0
         self.next_offset = start
         self.done = start  # the source offset after the last record whose copy is acknowledged
@@ -181,10 +175,8 @@ class Replicator:
         self._points: dict[tuple[str, int], list[Point]] = {}
         self._starts: set[tuple[str, int]] = set()  # partitions whose start sync is on the target
         self._checkpointed: dict[tuple[str, str, int], tuple[int, int]] = {}
-        self._failure: MongocdcError | None = None
-        self._lock = threading.Lock()
-        self._consumer: Any = None
-        self._producer: Any = None
+        self._consumer: Any = None  # KafkaConsumer once started
+        self._producer: Any = None  # KafkaProducer once started
         self._topics = NameFilter(
             options.topics,
             options.topics_exclude,
@@ -224,7 +216,11 @@ class Replicator:
         self.target.ensure_compacted(self.options.checkpoints_topic, self.options.replication_factor)
         self._load_syncs()
         self._producer = self.target.producer(
-            {**COPY_PRODUCER_FORCED, "on_delivery": self._delivered}, **COPY_PRODUCER_DEFAULTS
+            forced={**COPY_PRODUCER_FORCED, "on_delivery": self._delivered},
+            defaults=COPY_PRODUCER_DEFAULTS,
+            on_full=self._waiting_for_room,
+            note="; nothing after it was committed",
+            redo=": the record is copied again from the committed source offset",
         )
         self._consumer = self.source.consumer(self.options.group_id, COPY_CONSUMER_DEFAULTS)
         self.refresh()
@@ -249,7 +245,7 @@ class Replicator:
         selected = self._topics.select(source_topics)
         grown = [(t, source_topics[t], self._topic_counts.get(t, 0)) for t in selected]
         grown = [(topic, count, known) for topic, count, known in grown if count > known]
-        assignments: list[TopicPartition] = []
+        assignments: dict[tuple[str, int], int] = {}
         added: list[_Partition] = []
         if grown:
             target_topics = self.target.topics()
@@ -261,13 +257,13 @@ class Replicator:
                 keep = self._target_topic_for(topic, target_topic, count, known, target_topics)
                 for partition in range(known, count):
                     part = self._init_partition(topic, partition, target_topic, keep, committed)
-                    assignments.append(TopicPartition(topic, partition, part.next_offset))
+                    assignments[(topic, partition)] = part.next_offset
                     added.append(part)
                 self._topic_counts[topic] = count
         if added:
             self._sync_before_copying(added)
         if assignments:
-            self._consumer.incremental_assign(assignments)
+            self._consumer.add(assignments)
             log.info("replicating %d more partitions: %s", len(assignments), _describe(assignments))
         self.stats.topics = len(self._topic_counts)
         self.stats.partitions = len(self._parts)
@@ -461,7 +457,7 @@ class Replicator:
                 self._copy(messages)
             else:
                 self._producer.poll(0)
-            self._check()
+            self._producer.check()
             now = time.monotonic()
             if now >= next_commit:
                 self.commit()
@@ -497,7 +493,7 @@ class Replicator:
         try:
             for msg in messages:
                 if msg.error() is not None:
-                    self._consume_error(msg.error())
+                    self._consumer.consume_error(msg.error(), "copying")
                     continue
                 if msg.partition() != partition or msg.topic() != part.topic:
                     partition = msg.partition()
@@ -528,26 +524,15 @@ class Replicator:
                         headers.append(stamp)  # a new list per call of ``Message.headers()``, ours to change
                 kind, ts = msg.timestamp()
                 value = msg.value()
-                waited = 0.0
-                while True:
-                    try:
-                        produce(
-                            target_topic,
-                            value,
-                            msg.key(),
-                            target_partition,
-                            timestamp=ts if kind else 0,
-                            headers=headers,
-                            on_delivery=on_delivery,
-                        )
-                        break
-                    except BufferError:
-                        waited = waited or time.monotonic()
-                        self._producer.poll(0.05)
-                        self._check()
-                        self._waiting_for_room(waited)
-                    except KafkaException as exc:
-                        raise self._produce_error(exc, part, offset) from exc
+                produce(
+                    target_topic,
+                    value,
+                    msg.key(),
+                    target_partition,
+                    timestamp=ts if kind else 0,
+                    headers=headers,
+                    on_delivery=on_delivery,
+                )
                 done(offset)
                 part.next_offset = offset + 1
                 copied += 1
@@ -571,77 +556,35 @@ class Replicator:
             self._stopping()
             raise _Interrupted
 
-    def _acknowledger(self, acks: list[int]) -> Callable[[KafkaError | None, Any], None]:
+    def _acknowledger(self, acks: list[int]) -> Callable[[Any, Any], None]:
         """The delivery report callback of one kept partition's copies: no lookup per report."""
         append = acks.append
+        producer = self._producer
 
-        def acknowledged(err: KafkaError | None, msg: Any) -> None:
+        def acknowledged(err: Any, msg: Any) -> None:
             if err is None:
                 append(msg.offset())
             else:
-                self._fail(self._delivery_error(err, msg))
+                producer.delivery_failed(err, msg)
 
         return acknowledged
 
-    def _delivered(self, err: KafkaError | None, msg: Any) -> None:
+    def _delivered(self, err: Any, msg: Any) -> None:
         """The other delivery reports (internal records, copies partitioned by key): only failures matter.
 
         Reports are served by ``poll``/``flush`` on the copy loop's thread; a kept partition's copies
         report to its own callback (``_acknowledger``).
         """
-        if err is not None:
-            self._fail(self._delivery_error(err, msg))
-
-    def _fail(self, error: MongocdcError) -> None:
-        with self._lock:
-            if self._failure is None:
-                self._failure = error
-
-    def _check(self) -> None:
-        if self._failure is not None:
-            raise self._failure
-
-    def _delivery_error(self, err: KafkaError, msg: Any) -> MongocdcError:
-        where = f"{msg.topic()}[{msg.partition()}] on the target cluster at {self.target.bootstrap}"
-        if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE):
-            return OversizedEventError(
-                f"the target refused a copy for {where} as too large: {err.str()}; nothing after it was committed",
-                hint="raise the target topic's max.message.bytes (and dest.kafka.message.max.bytes), then start "
-                "again: the record is copied again from the committed source offset",
-            )
-        if err.code() in (KafkaError._MSG_TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
-            return UnreachableError(
-                f"a copy for {where} was not acknowledged in time: {err.str()}; nothing after it was committed",
-                hint=f"check that the target cluster at {self.target.bootstrap} is up and reachable "
-                "(dest.kafka.bootstrap.servers); dest.kafka.message.timeout.ms (default 300000) is how long a copy "
-                "waits for it",
-            )
-        return DeliveryError(f"the target refused a copy for {where}: {err.name()}: {err.str()}")
-
-    def _produce_error(self, exc: KafkaException, part: _Partition, offset: int) -> MongocdcError:
-        err = exc.args[0] if exc.args else None
-        if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-            return OversizedEventError(
-                f"{part.topic}[{part.partition}] offset {offset} is larger than the target producer accepts "
-                f"({err.str()}); nothing after it was committed",
-                hint="raise dest.kafka.message.max.bytes and the target topic's max.message.bytes, then start again",
-            )
-        return DeliveryError(f"cannot produce a copy to {part.target_topic}: {exc}")
-
-    def _consume_error(self, err: KafkaError) -> None:
-        if err.code() == KafkaError._PARTITION_EOF:
-            return
-        if err.fatal():
-            raise MongocdcError(f"the source consumer failed fatally: {err.name()}: {err.str()}")
-        log.warning("source cluster at %s: %s: %s", self.source.bootstrap, err.name(), err.str())
+        if err is not None and self._producer is not None:
+            self._producer.delivery_failed(err, msg)
 
     # --- commit, syncs, checkpoints ---------------------------------------------------------
 
     def _flush(self) -> bool:
         """Wait for every delivery report; ``False`` when the shutdown timeout ran out first (only after a stop)."""
         while True:
-            left = self._producer.flush(0.2)
-            self._check()
+            left = self._producer.wait(0.2)
+            self._producer.check()
             if left == 0:
                 return True
             if self._stop is not None and self._stop.is_set() and self._left() <= 0:
@@ -670,7 +613,7 @@ class Replicator:
                 self._unflushed = acknowledged_only = True
         else:
             self._producer.poll(0)
-            self._check()
+            self._producer.check()
         if (self.target.client_log.down or self._stalled) and any(part.acks for part in self._parts.values()):
             self.target.client_log.answered()
             self._stalled = False
@@ -697,18 +640,13 @@ class Replicator:
             if drained and not self._flush():
                 self._unflushed = True
             self.stats.syncs += syncs
-        offsets = [
-            TopicPartition(part.topic, part.partition, part.done)
-            for part in self._parts.values()
-            if part.done != part.committed
-        ]
+        offsets = {
+            (part.topic, part.partition): part.done for part in self._parts.values() if part.done != part.committed
+        }
         if offsets:
-            try:
-                self._consumer.commit(offsets=offsets, asynchronous=False)
-            except KafkaException as exc:
-                raise self.source.failed(exc, f"committing the offsets of group {self.options.group_id}") from exc
-            for tp in offsets:
-                self._parts[(tp.topic, tp.partition)].committed = tp.offset
+            self._consumer.commit(offsets, doing=f"committing the offsets of group {self.options.group_id}")
+            for key, offset in offsets.items():
+                self._parts[key].committed = offset
             self.stats.commits += 1
 
     def _write_sync(self, part: _Partition, now_ms: int) -> None:
@@ -829,16 +767,7 @@ class Replicator:
             )
 
     def _produce_internal(self, topic: str, key: bytes, value: bytes) -> None:
-        waited = 0.0
-        while True:
-            try:
-                self._producer.produce(topic, value, key)
-                return
-            except BufferError:
-                waited = waited or time.monotonic()
-                self._producer.poll(0.05)
-                self._check()
-                self._waiting_for_room(waited)
+        self._producer.produce(topic, value, key)
 
     def group_offsets(self) -> dict[str, dict[tuple[str, int], int]]:
         """The committed offsets of every selected group on the source (admin requests: they block)."""
@@ -901,11 +830,8 @@ class Replicator:
         lag = 0
         known = False
         for part in self._parts.values():
-            try:
-                _, high = self._consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition), cached=True)
-            except KafkaException:
-                continue
-            if high >= 0:
+            high = self._consumer.cached_high(part.topic, part.partition)
+            if high is not None:
                 known = True
                 lag += max(0, high - part.next_offset)
         self.stats.lag = lag if known else None
@@ -922,9 +848,9 @@ class Replicator:
             self._consumer.close()
             self._consumer = None
         if self._producer is not None:
-            if self._producer.flush(max(0.0, min(5.0, self._left()))) > 0:
+            if self._producer.wait(max(0.0, min(5.0, self._left()))) > 0:
                 self._producer.purge()  # the target does not answer: what is left is copied again next time
-                self._producer.flush(0)
+                self._producer.wait(0)
             self._producer = None
         self.source.close()
         self.target.close()
@@ -962,8 +888,8 @@ def _fewer_young_collections() -> Iterator[None]:
                 _gc_saved = None
 
 
-def _describe(assignments: list[TopicPartition]) -> str:
-    shown = ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in assignments[:10])
+def _describe(assignments: dict[tuple[str, int], int]) -> str:
+    shown = ", ".join(f"{topic}[{partition}]@{offset}" for (topic, partition), offset in list(assignments.items())[:10])
     return shown + (f" and {len(assignments) - 10} more" if len(assignments) > 10 else "")
 
 

@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mongocdc"
 
 HOMES = {
     "pymongo": ("sources/",),
-    "confluent_kafka": ("kafka/", "replication/"),
+    "confluent_kafka": ("kafka/",),
     "typer": ("cli/",),
     "click": ("cli/",),
     "rich": ("cli/",),

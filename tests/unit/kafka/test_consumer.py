@@ -6,60 +6,12 @@ The confluent-kafka consumer is replaced by a stand-in that answers the commit a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 
 from mongocdc.errors import ConfigError, ExitCode, MongocdcError, UnreachableError
-from mongocdc.kafka.consumer import KafkaConsumer
-from mongocdc.kafka.errors import Endpoint
 from mongocdc.sources.kafka.signals import KafkaSignalChannel
-
-CLOSED = {"bootstrap.servers": "127.0.0.1:9"}
-
-
-@dataclass
-class Committed:
-    topic: str
-    partition: int
-    offset: int
-    error: KafkaError | None = None
-
-
-class Coordinator:
-    """Answers ``commit`` with ``refused`` partitions in error (or raises ``raises``); remembers the requests."""
-
-    def __init__(self, refused: dict[int, int] | None = None, raises: int | None = None) -> None:
-        self.refused = refused or {}
-        self.raises = raises
-        self.requests: list[list[tuple[str, int, int]]] = []
-
-    def commit(self, *, offsets: list[Any], asynchronous: bool) -> list[Committed]:
-        assert asynchronous is False
-        self.requests.append([(tp.topic, tp.partition, tp.offset) for tp in offsets])
-        if self.raises is not None:
-            raise KafkaException(KafkaError(self.raises, "the coordinator says no"))
-        return [
-            Committed(
-                tp.topic,
-                tp.partition,
-                tp.offset,
-                None if tp.partition not in self.refused else KafkaError(self.refused[tp.partition], "refused"),
-            )
-            for tp in offsets
-        ]
-
-    def close(self) -> None:
-        pass
-
-
-def consumer_answered_by(coordinator: Coordinator) -> KafkaConsumer:
-    consumer = KafkaConsumer(CLOSED, Endpoint("127.0.0.1:9"), group_id="g")
-    consumer._client.close()
-    consumer._client = coordinator
-    return consumer
+from tests.unit.kafka.stubs import CLOSED, Coordinator, consumer_answered_by
 
 
 def test_a_commit_every_partition_accepted_returns() -> None:

@@ -51,7 +51,7 @@ def test_replicate_bad_client_setting_exits_3(
     monkeypatch.setenv("MONGOCDC_SRC_KAFKA_NO_SUCH_SETTING", "1")
     assert run(["replicate", "--source", CLOSED, "--target", CLOSED]) == ExitCode.CONFIG
     err = capsys.readouterr().err
-    assert "invalid Kafka client setting for the source cluster" in err and "no.such.setting" in err
+    assert "invalid Kafka client setting for the source Kafka cluster" in err and "no.such.setting" in err
 
 
 def test_translate_target_unreachable_exits_4(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError
 
 from mongocdc.errors import MongocdcError
 from mongocdc.replication.mirror import Replicator, ReplicatorOptions, _Partition
@@ -79,3 +80,39 @@ def test_more_reports_than_copies_or_copies_left_after_a_flush_is_an_error() -> 
     part.acks.append(0)
     with pytest.raises(MongocdcError, match="left after a flush"):
         r._apply(part, drained=True)
+
+
+class NothingInFlight:
+    """A producer with no reports to serve and nothing failed."""
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        return 0
+
+    def check(self) -> None:
+        pass
+
+
+def test_a_partition_the_source_group_coordinator_refused_fails_the_commit() -> None:
+    from mongocdc.errors import ConfigError
+    from mongocdc.replication.clients import Cluster
+    from tests.unit.kafka.stubs import CLOSED, Coordinator, consumer_answered_by
+
+    r = Replicator(
+        Cluster(CLOSED, role="source", prefix="src.kafka."),
+        Cluster(CLOSED, role="target", prefix="dest.kafka."),
+        ReplicatorOptions(name="t", group_id="g"),
+    )
+    r._producer = NothingInFlight()
+    coordinator = Coordinator(refused={1: KafkaError.GROUP_AUTHORIZATION_FAILED})
+    r._consumer = consumer_answered_by(coordinator)
+    for number in (0, 1):
+        part = _Partition(
+            "orders", number, "orders", True, FrontierTracker(100, 0), HopEncoder("c", "orders", 0), 100, 0
+        )
+        part.last_sync = part.tracker.point if part.tracker is not None else None  # no sync to write
+        part.done = 110  # copies acknowledged up to here
+        r._parts[("orders", number)] = part
+    with pytest.raises(ConfigError, match=r"committing the offsets of group g for orders\[1\]: GROUP_AUTHORIZATION"):
+        r.commit()
+    assert coordinator.requests == [[("orders", 0, 110), ("orders", 1, 110)]]
+    assert [part.committed for part in r._parts.values()] == [100, 100]  # neither counts as committed
