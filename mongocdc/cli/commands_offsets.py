@@ -19,6 +19,7 @@ from mongocdc.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from mongocdc.config import Settings
+    from mongocdc.engine.source_offset import SourceOffset
     from mongocdc.offsets.base import OffsetStore
     from mongocdc.offsets.connect import ConnectOffset
 
@@ -96,14 +97,23 @@ _MAX_TIMESTAMP_SECONDS = 2**32 - 1  # a BSON Timestamp's seconds are 32 bits
 _HEX = re.compile(r"(?:[0-9A-Fa-f]{2})+")
 
 
-def _token_text(offset: Mapping[str, Any], width: int = 28) -> str:
-    """The resume token's ``_data`` (or extended JSON), shortened for a table (JSON output keeps it whole)."""
-    from mongocdc.events.position import Position
+def read_offset(record: Mapping[str, Any]) -> SourceOffset | str:
+    """A stored record read through ``SourceOffset``, or why it cannot be read.
+
+    Debezium's records read the same way: their position fields (``sec``, ``ord``, ``resume_token``,
+    ``initsync``) are the ones mongocdc's records share with them, and the rest is not looked at.
+    """
+    from mongocdc.engine.source_offset import SourceOffset
 
     try:
-        text = Position.from_offset(offset).describe_token()
-    except ValueError:
-        text = str(offset.get("resume_token", ""))
+        return SourceOffset.from_record(record)
+    except ValueError as exc:
+        return str(exc)
+
+
+def _token_text(offset: SourceOffset, width: int = 28) -> str:
+    """The resume token's ``_data`` (or extended JSON), shortened for a table (JSON output keeps it whole)."""
+    text = offset.position.describe_token()
     if len(text) <= width:
         return text
     return f"{text[: width - 9]}…{text[-8:]}"
@@ -152,10 +162,11 @@ def parse_resume_token(text: str) -> dict[str, Any]:
     form (base64 of the BSON document, the ``resume_token`` of ``offsets show --output json``).
     A string of hex digits is always taken as ``_data``.
     """
+    import bson
     from bson import json_util
     from bson.binary import Binary
 
-    from mongocdc.events.position import Position
+    from mongocdc.engine.source_offset import decode_token
 
     hint = (
         "pass the `_data` string of a change event's `_id` (hex digits, as mongosh shows it), the whole token "
@@ -166,7 +177,7 @@ def parse_resume_token(text: str) -> dict[str, Any]:
         if _HEX.fullmatch(stripped):
             return {"_data": stripped.upper()}
         try:
-            stored = Position.from_offset({"sec": 0, "ord": 0, "resume_token": stripped}).token_document()
+            stored = bson.decode(decode_token(stripped))
         except ValueError:
             stored = None
         if not stored or "_data" not in stored:
@@ -219,15 +230,18 @@ def _iso(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-def describe_offset(offset: Mapping[str, Any] | None, missing: str) -> str:
+def describe_offset(record: Mapping[str, Any] | None, missing: str) -> str:
     """One line for a person: ``sec=… (time) ord=… token=…``; ``missing`` when there is no offset."""
-    if offset is None:
+    if record is None:
         return missing
-    sec = offset.get("sec")
-    when = f" ({_iso(sec)})" if isinstance(sec, int) and 0 < sec <= _MAX_TIMESTAMP_SECONDS else ""
-    token = _token_text(offset) if offset.get("resume_token") else "none"
-    extra = " initsync" if offset.get("initsync") else ""
-    return f"sec={sec}{when} ord={offset.get('ord')} token={token}{extra}"
+    offset = read_offset(record)
+    if isinstance(offset, str):
+        return f"unreadable ({offset})"
+    sec = offset.position.sec
+    when = f" ({_iso(sec)})" if 0 < sec <= _MAX_TIMESTAMP_SECONDS else ""
+    token = _token_text(offset) if offset.position.resume_token else "none"
+    extra = " initsync" if offset.snapshot is not None else ""
+    return f"sec={sec}{when} ord={offset.position.ord} token={token}{extra}"
 
 
 def _store_location(settings: Settings) -> str:
@@ -460,6 +474,16 @@ def _render_adoption(
     )
 
 
+def _show_row(connector: str, partition: str, record: Mapping[str, Any]) -> list[Any]:
+    """The ``offsets show`` table's cells of one stored record (JSON output shows the record itself)."""
+    offset = read_offset(record)
+    if isinstance(offset, str):
+        return [connector, partition, "", "", f"unreadable: {offset}", ""]
+    position = offset.position
+    initsync = "yes" if offset.snapshot is not None else ""
+    return [connector, partition, position.sec, position.ord, _token_text(offset), initsync]
+
+
 _ADOPTION_HELP = (
     "Stop the source connector first (Debezium: `PUT /connectors/<name>/stop`, Kafka 3.5+, or delete it; "
     "mongocdc: SIGTERM) so its last position is flushed and nothing overwrites the adopted one."
@@ -497,15 +521,7 @@ def register(app: typer.Typer) -> None:
             for r in records
         ]
         rows = [
-            [
-                r.connector,
-                r.partition,
-                r.offset.get("sec"),
-                r.offset.get("ord"),
-                _token_text(dict(r.offset)),
-                "yes" if r.offset.get("initsync") else "",
-                r.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
-            ]
+            _show_row(r.connector, r.partition, r.offset) + [r.updated_at.strftime("%Y-%m-%d %H:%M:%S")]
             for r in records
         ]
         render.emit(
@@ -541,6 +557,8 @@ def register(app: typer.Typer) -> None:
         connector first: a running one writes its own position at its next commit.
         """
         from mongocdc import wiring
+        from mongocdc.engine.source_offset import SourceOffset
+        from mongocdc.events.position import Position
 
         seconds = parse_epoch_seconds(to_timestamp) if to_timestamp is not None else None
         _require_yes_or_terminal(yes)
@@ -556,8 +574,8 @@ def register(app: typer.Typer) -> None:
                 targets = [partition] if partition is not None else sorted(stored)
                 if not targets:
                     raise _no_partition(connector, "move")
-                after = {"sec": seconds, "ord": 0, "resume_token": None}
-                changes = [OffsetChange(p, "moved", stored.get(p), dict(after)) for p in targets]
+                after = SourceOffset(Position(seconds, 0)).to_record()
+                changes = [OffsetChange(p, "moved", stored.get(p), after) for p in targets]
             if changes:
                 _confirm(connector, _store_location(settings), changes, yes)
                 _apply(store, connector, changes)
@@ -591,6 +609,7 @@ def register(app: typer.Typer) -> None:
         partitions, --partition says which one. Stop the connector first.
         """
         from mongocdc import wiring
+        from mongocdc.engine.source_offset import SourceOffset
         from mongocdc.events.position import Position
 
         token = Position.token_bytes(parse_resume_token(resume_token))
@@ -611,9 +630,9 @@ def register(app: typer.Typer) -> None:
                     )
                 partition = next(iter(stored))
             before = stored.get(partition)
-            after = Position(
-                sec=_int_field(before, "sec"), ord=_int_field(before, "ord"), resume_token=token
-            ).to_offset()
+            previous = read_offset(before) if before is not None else None
+            kept = previous.position if previous is not None and not isinstance(previous, str) else Position(0, 0)
+            after = SourceOffset(Position(kept.sec, kept.ord, token)).to_record()
             changes = [OffsetChange(partition, "set", before, after)]
             _confirm(connector, _store_location(settings), changes, yes)
             _apply(store, connector, changes)
@@ -709,7 +728,8 @@ def register(app: typer.Typer) -> None:
                 )
             result = from_debezium(source.offset, new_snapshot_id=f"debezium-{debezium}")
             notes = list(result.notes)
-            if "incremental_snapshot" in result.offset and not settings.signal_data_collection:
+            adopted = read_offset(result.offset)
+            if not isinstance(adopted, str) and adopted.incremental is not None and not settings.signal_data_collection:
                 notes.append(
                     "set signal.data.collection (as Debezium's) so mongocdc continues the incremental snapshot"
                 )
@@ -859,13 +879,3 @@ def register(app: typer.Typer) -> None:
         _render_adoption(output, settings.name, [change], [extra])
 
     app.add_typer(offsets_app, name="offsets")
-
-
-def _int_field(offset: Mapping[str, Any] | None, field: str) -> int:
-    """An integer field of a stored offset, 0 when there is no offset or the field is not a number."""
-    if offset is None:
-        return 0
-    try:
-        return int(offset.get(field) or 0)
-    except (TypeError, ValueError):
-        return 0

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,58 +28,69 @@ from mongocdc.cli.state import Output, state
 from mongocdc.config import Settings
 from mongocdc.errors import MongocdcError
 
+if TYPE_CHECKING:
+    from mongocdc.engine.source_offset import SourceOffset
+
 
 def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeout_s: float | None) -> dict[str, Any]:
     """Follow the connector's stored progress until the snapshot ``signal_id`` is no longer running.
 
-    The running connector keeps the progress in its offsets (``incremental_snapshot``) and, once it
-    completed, the snapshot's id (``incremental_snapshot_completed``).
+    The running connector keeps the progress in its offsets (``SourceOffset.incremental``) and, once it
+    completed, the snapshot's id (``SourceOffset.completed_incremental``). The store is opened once and
+    read again every half second.
     """
     from mongocdc import wiring
-    from mongocdc.engine.incremental import OFFSET_FIELD
-    from mongocdc.engine.signalling import COMPLETED_FIELD
     from mongocdc.engine.snapshot import CollectionReport, SnapshotReport
 
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     seen = False
     done: dict[str, int] = {}
-    with SnapshotProgressView() as view:
-        while True:
-            store = wiring.offset_store(settings, create=False)
-            try:
-                records = store.records(settings.name)
-            finally:
-                store.close()
-            running = [
-                r.offset[OFFSET_FIELD]
-                for r in records
-                if isinstance(r.offset.get(OFFSET_FIELD), dict) and r.offset[OFFSET_FIELD].get("id") == signal_id
-            ]
-            report = SnapshotReport()
-            for progress in running:
-                collections = list(progress.get("collections") or [])
-                for index, ns in enumerate(collections):
-                    count = int(progress.get("documents", 0)) if index == 0 else 0
-                    report.collections[ns] = CollectionReport(ns, 0, documents=count)
-                    if index == 0:
-                        done.setdefault(ns, 0)
-                        done[ns] = max(done[ns], count)
-            for ns, count in done.items():
-                if ns not in report.collections:
-                    report.collections[ns] = CollectionReport(ns, 0, documents=count, done=True)
-            seen = seen or bool(running)
-            finished = any(r.offset.get(COMPLETED_FIELD) == signal_id for r in records)
-            report.completed = finished or (seen and not running)
-            view.update(report)
-            if report.completed:
-                return report.to_dict()
-            if deadline is not None and time.monotonic() > deadline:
-                raise MongocdcError(
-                    f"incremental snapshot {signal_id} did not complete within {timeout_s:.0f} s",
-                    hint="it goes on in the connector; follow it with `mongocdc offsets show` or its notifications",
-                )
-            if stop.wait(0.5):
-                return report.to_dict()
+    store = wiring.offset_store(settings, create=False)
+    try:
+        with SnapshotProgressView() as view:
+            while True:
+                offsets = [_readable(r.offset) for r in store.records(settings.name)]
+                stored = [o for o in offsets if o is not None]
+                running = [
+                    o.incremental
+                    for o in stored
+                    if o.incremental is not None and o.incremental.snapshot_id == signal_id
+                ]
+                report = SnapshotReport()
+                for progress in running:
+                    for index, ns in enumerate(progress.collections):
+                        count = progress.documents if index == 0 else 0
+                        report.collections[ns] = CollectionReport(ns, 0, documents=count)
+                        if index == 0:
+                            done[ns] = max(done.get(ns, 0), count)
+                for ns, count in done.items():
+                    if ns not in report.collections:
+                        report.collections[ns] = CollectionReport(ns, 0, documents=count, done=True)
+                seen = seen or bool(running)
+                finished = any(o.completed_incremental == signal_id for o in stored)
+                report.completed = finished or (seen and not running)
+                view.update(report)
+                if report.completed:
+                    return report.to_dict()
+                if deadline is not None and time.monotonic() > deadline:
+                    raise MongocdcError(
+                        f"incremental snapshot {signal_id} did not complete within {timeout_s:.0f} s",
+                        hint="it goes on in the connector; follow it with `mongocdc offsets show` or its notifications",
+                    )
+                if stop.wait(0.5):
+                    return report.to_dict()
+    finally:
+        store.close()
+
+
+def _readable(record: Mapping[str, Any]) -> SourceOffset | None:
+    """The stored offset, or ``None`` when it cannot be read (the connector reports that itself)."""
+    from mongocdc.engine.source_offset import SourceOffset
+
+    try:
+        return SourceOffset.from_record(record)
+    except ValueError:
+        return None
 
 
 def register(app: typer.Typer) -> None:

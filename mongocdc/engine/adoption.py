@@ -29,9 +29,9 @@ Its source offset (``MongoDbOffsetContext.getOffset``) is a ``HashMap`` filled i
   "<db>.<collection>", "incremental_snapshot_collections_additional_condition": "(<filter>)"|null}]``,
   the current collection first) and ``incremental_snapshot_correlation_id``.
 
-mongocdc's offset record is ``Position.to_offset()`` (the same ``sec``/``ord``/``resume_token``
-fields, the token in the same Base64-of-BSON form) plus ``initsync``/``snapshot`` (snapshot
-progress), ``transaction`` and ``incremental_snapshot`` (:mod:`mongocdc.engine.incremental`).
+mongocdc's side is a :class:`~mongocdc.engine.source_offset.SourceOffset`: its record has the same
+``sec``/``ord``/``resume_token`` fields (the token in the same Base64-of-BSON form) and ``initsync``,
+plus mongocdc's own ``snapshot`` (snapshot progress), ``transaction`` and ``incremental_snapshot``.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from typing import Any
 import bson
 from bson import json_util
 
-from mongocdc.engine.incremental import OFFSET_FIELD as INCREMENTAL_FIELD
 from mongocdc.engine.incremental import IncrementalSnapshotState
+from mongocdc.engine.source_offset import SourceOffset, encode_token
 from mongocdc.errors import ConfigError, UsageError
 from mongocdc.events.java import java_hashmap, java_hashmap_order
 from mongocdc.events.position import Position, token_cluster_time
@@ -184,8 +184,8 @@ def from_debezium(offset: Mapping[str, Any], *, new_snapshot_id: str = "debezium
             "Debezium's initial snapshot had not finished: mongocdc runs it again from the start (as Debezium "
             "would), then streams from the position Debezium recorded before its snapshot"
         )
-        return Translated(SnapshotState(position).to_offset(), tuple(notes))
-    record = position.to_offset()
+        return Translated(SourceOffset(position, snapshot=SnapshotState()).to_record(), tuple(notes))
+    incremental = None
     if offset.get(TRANSACTION_ID) is not None:
         notes.append(
             f"transaction {offset[TRANSACTION_ID]} was open: its metadata counters are not carried over, so "
@@ -193,13 +193,14 @@ def from_debezium(offset: Mapping[str, Any], *, new_snapshot_id: str = "debezium
         )
     collections_text = offset.get(INCREMENTAL_COLLECTIONS)
     if collections_text is not None:
-        state = _incremental_from_debezium(collections_text, offset.get(INCREMENTAL_CORRELATION_ID), new_snapshot_id)
-        if state is not None:
-            record[INCREMENTAL_FIELD] = state.to_offset()
-            rest = f", then {', '.join(state.remaining)}" if state.remaining else ""
+        incremental = _incremental_from_debezium(
+            collections_text, offset.get(INCREMENTAL_CORRELATION_ID), new_snapshot_id
+        )
+        if incremental is not None:
+            rest = f", then {', '.join(incremental.remaining)}" if incremental.remaining else ""
             notes.append(
-                f"incremental snapshot {state.snapshot_id} continues: {state.current} is read again from its "
-                f"first document{rest}"
+                f"incremental snapshot {incremental.snapshot_id} continues: {incremental.current} is read again "
+                f"from its first document{rest}"
             )
     ignored = sorted(
         k
@@ -208,7 +209,7 @@ def from_debezium(offset: Mapping[str, Any], *, new_snapshot_id: str = "debezium
     )
     if ignored:
         notes.append(f"fields mongocdc does not use were left out: {', '.join(ignored)}")
-    return Translated(record, tuple(notes))
+    return Translated(SourceOffset(position, incremental=incremental).to_record(), tuple(notes))
 
 
 def _strip_parentheses(text: str) -> str:
@@ -266,50 +267,46 @@ def to_debezium(offset: Mapping[str, Any]) -> Translated:
     """
     notes: list[str] = []
     try:
-        position = Position.from_offset({**offset, INITSYNC: False})
+        stored = SourceOffset.from_record(offset)
     except ValueError as exc:
         raise UsageError(
             f"mongocdc's stored offset cannot be exported: {exc}",
             hint="`mongocdc offsets show --output json` shows it; `offsets set`/`offsets reset` repair it",
         ) from None
-    initsync = bool(offset.get(INITSYNC))
-    stored = position.to_offset()
+    position = stored.position
     items: list[tuple[str, Any]] = [(SEC, position.sec), (ORD, position.ord)]
-    if initsync:
+    if stored.snapshot is not None:
         items.append((INITSYNC, True))
-        done = sum(1 for p in (offset.get("snapshot") or {}).values() if isinstance(p, dict) and p.get("done"))
         notes.append(
-            f"mongocdc's initial snapshot had not finished ({done} collections done): Debezium runs it again from "
-            "the start, then streams from the position recorded before it"
+            f"mongocdc's initial snapshot had not finished ({stored.snapshot.done} collections done): Debezium runs "
+            "it again from the start, then streams from the position recorded before it"
         )
-    txn = _open_transaction(offset.get("transaction")) if not initsync else None
+    txn = stored.transaction
+    if stored.snapshot is not None or (txn is not None and txn.ended):
+        txn = None
     txn_id = None
     if txn is not None:
-        txn_id = str(txn["id"])
+        txn_id = txn.id
         lsid, _, number = txn_id.rpartition(":")
         if lsid and number.lstrip("-").isdigit():
             lsid = debezium_lsid(lsid)
             txn_id = f"{lsid}:{number}"
             items += [(LSID, lsid), (TXN_NUMBER, int(number))]
-    if stored[RESUME_TOKEN] is not None:
-        items.append((RESUME_TOKEN, stored[RESUME_TOKEN]))
-    if not initsync:
+    token = encode_token(position.resume_token)
+    if token is not None:
+        items.append((RESUME_TOKEN, token))
+    if stored.snapshot is None:
         if txn is not None:
             items.append((TRANSACTION_ID, txn_id))
-            counts = {str(name): int(count) for name, count in txn.get("data_collections") or []}
+            counts = dict(txn.collections)
             items += [(TRANSACTION_COUNT_PREFIX + name, counts[name]) for name in java_hashmap_order(counts)]
-        raw_state = offset.get(INCREMENTAL_FIELD)
-        if raw_state is not None:
-            try:
-                state = IncrementalSnapshotState.from_offset(raw_state)
-            except ValueError as exc:
-                raise UsageError(f"mongocdc's stored incremental snapshot cannot be exported: {exc}") from None
-            if state.running:
-                items += _incremental_to_debezium(state)
-                notes.append(
-                    f"incremental snapshot {state.snapshot_id} continues in Debezium: {state.current} is read again "
-                    f"from its first document" + (", and it is no longer paused" if state.paused else "")
-                )
+        state = stored.incremental
+        if state is not None:
+            items += _incremental_to_debezium(state)
+            notes.append(
+                f"incremental snapshot {state.snapshot_id} continues in Debezium: {state.current} is read again "
+                f"from its first document" + (", and it is no longer paused" if state.paused else "")
+            )
     return Translated(java_hashmap(items), tuple(notes))
 
 
@@ -325,12 +322,6 @@ def debezium_lsid(lsid: str) -> str:
     except ValueError:
         return lsid
     return f'{{"id": {{"$binary": "{base64.b64encode(session.bytes).decode()}","$type": "04"}}}}'
-
-
-def _open_transaction(state: Any) -> dict[str, Any] | None:
-    if isinstance(state, dict) and not state.get("ended") and isinstance(state.get("id"), str):
-        return state
-    return None
 
 
 def _incremental_to_debezium(state: IncrementalSnapshotState) -> list[tuple[str, Any]]:

@@ -18,6 +18,7 @@ from typing import Any
 from mongocdc.engine.metrics import Metrics
 from mongocdc.engine.signalling import IncrementalSnapshotter
 from mongocdc.engine.snapshot import ProgressCallback, Scanner, SnapshotOptions, SnapshotReport, SnapshotRunner
+from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.engine.streaming import Sink, Source, StreamingTask, StreamOptions, StreamStats
 from mongocdc.errors import ResumePositionLostError
 from mongocdc.events.envelope import EnvelopeCodec
@@ -41,9 +42,9 @@ class Plan:
     reason: str
 
 
-def plan(mode: str, offset: Mapping[str, Any] | None, *, snapshot_only: bool = False) -> Plan:
+def plan(mode: str, offset: SourceOffset | None, *, snapshot_only: bool = False) -> Plan:
     """What a start does, given ``snapshot.mode`` and the stored offset (``None`` when there is none)."""
-    interrupted = bool(offset and offset.get("initsync"))
+    interrupted = offset is not None and offset.snapshot is not None
     if snapshot_only:
         if interrupted:
             return Plan(SnapshotKind.RESUME, False, "an interrupted snapshot continues")
@@ -126,33 +127,31 @@ class ConnectorTask:
         self.metrics = metrics or Metrics(options.connector)
         self.snapshotter = snapshotter
 
-    def _offset(self) -> dict[str, Any] | None:
-        return self.store.load(self.options.connector, self.options.partition)
+    def _offset(self) -> SourceOffset | None:
+        return SourceOffset.restore(self.store.load(self.options.connector, self.options.partition))
+
+    def _commit(self, offset: SourceOffset) -> None:
+        self.store.commit(self.options.connector, self.options.partition, offset.to_record())
 
     def snapshot(
-        self, kind: SnapshotKind, offset: Mapping[str, Any] | None, *, keep_stream_position: bool
+        self, kind: SnapshotKind, offset: SourceOffset | None, *, keep_stream_position: bool
     ) -> SnapshotReport:
         """Run a fresh or interrupted snapshot; returns its report (``completed`` false when stopped)."""
         if kind is SnapshotKind.RESUME:
-            assert offset is not None
-            state = SnapshotState.from_offset(offset)
-            assert state is not None
-            log.info(
-                "continuing the interrupted snapshot (%d collections done)",
-                sum(p.done for p in state.collections.values()),
-            )
+            assert offset is not None and offset.snapshot is not None
+            resume, state = offset.position, offset.snapshot
+            log.info("continuing the interrupted snapshot (%d collections done)", state.done)
         else:
-            start = self.current_position()
-            resume = start
+            resume = self.current_position()
             if keep_stream_position and offset is not None:
-                resume = Position.from_offset({**offset, "initsync": False})
-            state = SnapshotState(resume)
+                resume = offset.position
+            state = SnapshotState()
             log.info("snapshot starts; streaming will resume from sec=%d ord=%d", resume.sec, resume.ord)
         runner = self._snapshot_runner(self.store)
-        report = runner.run(self.scanners(), state)
+        report = runner.run(self.scanners(), resume, state)
         if report.completed:
             # Streaming continues from where the snapshot began; initsync and progress are dropped.
-            self.store.commit(self.options.connector, self.options.partition, state.resume.to_offset())
+            self._commit(SourceOffset(resume))
             log.info("snapshot completed: %d documents", report.documents)
         return report
 
@@ -198,8 +197,7 @@ class ConnectorTask:
         from mongocdc.offsets.memory import MemoryOffsetStore
 
         runner = self._snapshot_runner(MemoryOffsetStore())
-        position = self.source.position or self.current_position()
-        return runner.run(scanners, SnapshotState(position))
+        return runner.run(scanners, self.source.position or self.current_position())
 
     def _delay(self, seconds: float, before: str) -> bool:
         """Wait ``seconds`` (``snapshot.delay.ms``, ``streaming.delay.ms``); ``False`` when stopped meanwhile."""
@@ -208,7 +206,7 @@ class ConnectorTask:
         log.info("%s/%s: waiting %.3g s before %s", self.options.connector, self.options.partition, seconds, before)
         return not self.stop.wait(seconds)
 
-    def _start_at_configured_time(self, offset: Mapping[str, Any] | None, snapshot_only: bool) -> bool:
+    def _start_at_configured_time(self, offset: SourceOffset | None, snapshot_only: bool) -> bool:
         """Store ``start_at`` as the offset where streaming would start at the present (no offset, no snapshot)."""
         start = self.options.start_at
         if start is None or offset is not None or snapshot_only:
@@ -222,7 +220,7 @@ class ConnectorTask:
             start.sec,
             start.ord,
         )
-        self.store.commit(self.options.connector, self.options.partition, start.to_offset())
+        self._commit(SourceOffset(start))
         return True
 
     def run(self, *, snapshot_only: bool = False) -> TaskResult:

@@ -44,9 +44,6 @@ from bson.datetime_ms import DatetimeMS
 from mongocdc.events.codec import value_to_json
 from mongocdc.events.snapshot import ID_TYPE_BRACKETS
 
-OFFSET_FIELD: Final = "incremental_snapshot"
-"""The key of the partition's offset record under which :meth:`IncrementalSnapshotState.to_offset` is kept."""
-
 _KEY_JSON: Final = json_util.CANONICAL_JSON_OPTIONS.with_options(tz_aware=True)
 
 
@@ -200,7 +197,7 @@ class SnapshotWindow:
 
 @dataclass(frozen=True, slots=True)
 class IncrementalSnapshotState:
-    """Progress of one incremental snapshot, as kept in the offsets (under :data:`OFFSET_FIELD`).
+    """Progress of one incremental snapshot, as kept in the offsets (``SourceOffset.incremental``).
 
     ``collections`` lists what is left, the one being read first. Keys are stored as canonical
     extended JSON text; ``maximum_key_json`` is ``None`` until the current collection's maximum key

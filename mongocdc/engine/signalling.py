@@ -15,7 +15,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from mongocdc.engine.incremental import OFFSET_FIELD, IncrementalSnapshotState, SnapshotWindow
+from mongocdc.engine.incremental import IncrementalSnapshotState, SnapshotWindow
+from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.events.signals import (
     ExecuteSnapshot,
     InvalidSignalError,
@@ -32,9 +33,6 @@ from mongocdc.events.signals import (
 )
 
 log = logging.getLogger("mongocdc.signals")
-
-COMPLETED_FIELD = "incremental_snapshot_completed"
-"""Offset field: the id of the last incremental snapshot that completed."""
 
 
 class ChunkReader(Protocol):
@@ -96,32 +94,14 @@ class IncrementalSnapshotter:
 
     # -- offsets ------------------------------------------------------------------------
 
-    def offset_fields(self) -> dict[str, Any]:
-        """What the committed offset carries: the running snapshot's progress (to continue after a restart)
-        and the id of the last completed one (so ``snapshot --incremental --wait`` can tell it finished)."""
-        fields: dict[str, Any] = {}
-        if self.completed_id is not None:
-            fields[COMPLETED_FIELD] = self.completed_id
-        if self.state is not None and self.state.running:
-            fields[OFFSET_FIELD] = self.state.to_offset()
-        return fields
-
-    def restore(self, record: Mapping[str, Any] | None) -> None:
+    def restore(self, offset: SourceOffset | None) -> None:
         """Pick up a stored offset's incremental snapshot progress (and the last completed id)."""
+        if offset is None:
+            return
         if self.state is None:
-            self.state = self.state_from_offset(record)
-        if record and isinstance(record.get(COMPLETED_FIELD), str):
-            self.completed_id = record[COMPLETED_FIELD]
-
-    @staticmethod
-    def state_from_offset(record: Mapping[str, Any] | None) -> IncrementalSnapshotState | None:
-        if not record or not record.get(OFFSET_FIELD):
-            return None
-        try:
-            return IncrementalSnapshotState.from_offset(record[OFFSET_FIELD])
-        except ValueError as exc:
-            log.error("the stored incremental snapshot progress is unreadable (%s); it is dropped", exc)
-            return None
+            self.state = offset.incremental
+        if offset.completed_incremental is not None:
+            self.completed_id = offset.completed_incremental
 
     # -- the stream ------------------------------------------------------------------------
 

@@ -26,10 +26,12 @@ from bson.raw_bson import RawBSONDocument
 
 from mongocdc.engine.acks import AckTracker
 from mongocdc.engine.metrics import Metrics
+from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.engine.streaming import Sink
 from mongocdc.events.codec import document_to_json, raw_document_id, value_to_json
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.events.model import ChangeEvent, Op, SnapshotMarker, SourceInfo
+from mongocdc.events.position import Position
 from mongocdc.events.snapshot import Chunk, CollectionProgress, ScanPosition, SnapshotState
 from mongocdc.offsets.base import OffsetStore
 
@@ -135,9 +137,11 @@ class SnapshotRunner:
         self._clock = clock
         self._wall_ms = wall_clock_ms
         self._lock = threading.Lock()
-        self._tracker: AckTracker[SnapshotState] = AckTracker()
+        self._tracker: AckTracker[SourceOffset] = AckTracker()
+        self._resume = Position(0, 0)
+        """Where streaming resumes once the snapshot completed (the offset's position meanwhile)."""
         self._state: SnapshotState | None = None
-        self._last_committed: SnapshotState | None = None
+        self._last_committed: SourceOffset | None = None
         self.report = SnapshotReport()
         self.metrics = metrics or Metrics(options.connector)
         self._rows_reported: dict[str, int] = {}
@@ -157,7 +161,7 @@ class SnapshotRunner:
         source = SourceInfo(
             db=db,
             collection=coll,
-            sec=self._state.resume.sec,
+            sec=self._resume.sec,
             ord=-1,
             snapshot=marker,
             rs=self.options.rs,
@@ -189,7 +193,7 @@ class SnapshotRunner:
         with self._lock:
             assert self._state is not None
             self._state = self._state.with_collection(namespace, CollectionProgress(end, done, documents))
-            self._tracker.add_position(self._state)
+            self._tracker.add_position(SourceOffset(self._resume, snapshot=self._state))
 
     # -- one collection ---------------------------------------------------------------
 
@@ -226,8 +230,11 @@ class SnapshotRunner:
 
     # -- the whole snapshot ------------------------------------------------------------
 
-    def run(self, scanners: Sequence[Scanner], state: SnapshotState) -> SnapshotReport:
-        """Copy every collection not done yet; commit progress; on ``stop``, commit and return early."""
+    def run(self, scanners: Sequence[Scanner], resume: Position, state: SnapshotState | None = None) -> SnapshotReport:
+        """Copy every collection not done yet (per ``state``, the progress of an interrupted snapshot);
+        commit progress, with ``resume`` as the offset's position; on ``stop``, commit and return early."""
+        state = state or SnapshotState()
+        self._resume = resume
         self._state = state
         pending = [s for s in scanners if not state.progress(s.namespace).done]
         for scanner in scanners:
@@ -244,7 +251,7 @@ class SnapshotRunner:
             len(pending),
             self.options.max_threads,
         )
-        self._commit(state)
+        self._commit(SourceOffset(resume, snapshot=state))
         partition = self.options.partition
         self.metrics.snapshot_started(partition, {ns: c.estimated for ns, c in self.report.collections.items()})
         for ns, c in self.report.collections.items():
@@ -326,11 +333,11 @@ class SnapshotRunner:
             log.warning("could not flush Kafka while stopping the snapshot on an error: %s", exc)
         self._commit(self._tracker.committable())
 
-    def _commit(self, state: SnapshotState | None) -> None:
-        if state is None or state == self._last_committed:
+    def _commit(self, offset: SourceOffset | None) -> None:
+        if offset is None or offset == self._last_committed:
             return
-        self.store.commit(self.options.connector, self.options.partition, state.to_offset())
-        self._last_committed = state
+        self.store.commit(self.options.connector, self.options.partition, offset.to_record())
+        self._last_committed = offset
 
     def _notify(self) -> None:
         for ns, c in self.report.collections.items():

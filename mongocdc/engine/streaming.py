@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -13,6 +12,7 @@ from typing import Any, Protocol
 from mongocdc.engine.acks import AckTracker
 from mongocdc.engine.metrics import Metrics
 from mongocdc.engine.signalling import IncrementalSnapshotter
+from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.engine.transactions import TransactionRecord, TransactionTracker
 from mongocdc.errors import OversizedEventError
 from mongocdc.events.changes import ControlChange, SignalChange, StreamedChange
@@ -87,7 +87,7 @@ class StreamStats:
             "skipped": self.skipped,
             "heartbeats": self.heartbeats,
             "commits": self.commits,
-            "last_committed": self.last_committed.to_offset() if self.last_committed else None,
+            "last_committed": SourceOffset(self.last_committed).to_record() if self.last_committed else None,
         }
 
 
@@ -148,12 +148,12 @@ class StreamingTask:
         self.stop = stop or threading.Event()
         self._clock = clock
         self._wall_ms = wall_clock_ms
-        self._tracker: AckTracker[tuple[Position, str]] = AckTracker()
-        """Positions with the JSON of what else the offset carries (incremental snapshot progress)."""
+        self._tracker: AckTracker[SourceOffset] = AckTracker()
+        """The offset after each item: its position, and the state that rides with it."""
         self.snapshotter = snapshotter
         if snapshotter is not None:
             snapshotter.bind_emit(self._emit_read)
-        self._last_checkpoint: tuple[Position, str] | None = None
+        self._last_checkpoint: SourceOffset | None = None
         self.transactions: TransactionTracker | None = None
         self.rs = rs
         self._on_status = on_status
@@ -165,26 +165,29 @@ class StreamingTask:
 
     def _restore(self) -> Position | None:
         """Load the stored offset: the position to resume after, plus the transaction and snapshot state it carries."""
-        record = self.store.load(self.options.connector, self.options.partition)
+        offset = SourceOffset.restore(self.store.load(self.options.connector, self.options.partition))
         if self.options.transaction_topic:
-            self.transactions = TransactionTracker.from_offset(
-                (record or {}).get("transaction"), idle_end_ms=self.options.transaction_idle_end_ms
+            self.transactions = TransactionTracker(
+                self.options.transaction_idle_end_ms, offset.transaction if offset is not None else None
             )
         if self.snapshotter is not None:
-            self.snapshotter.restore(record)
+            self.snapshotter.restore(offset)
             if self.snapshotter.state is not None and self.snapshotter.state.running:
                 log.info("continuing incremental snapshot %s", self.snapshotter.state.snapshot_id)
-        return None if record is None else Position.from_offset(record)
+        return None if offset is None else offset.position
 
-    def _extras(self) -> str:
-        fields: dict[str, Any] = {}
-        if self.snapshotter is not None:
-            fields.update(self.snapshotter.offset_fields())
-        if self.transactions is not None:
-            state = self.transactions.state_for_offset()
-            if state is not None:
-                fields["transaction"] = state
-        return json.dumps(fields, sort_keys=True) if fields else ""
+    def _offset_at(self, position: Position) -> SourceOffset:
+        """The offset after the item at ``position``: what rides with it is taken now, encoded only at commit."""
+        snapshotter = self.snapshotter
+        transactions = self.transactions
+        if snapshotter is None and transactions is None:
+            return SourceOffset(position)
+        return SourceOffset(
+            position,
+            incremental=snapshotter.state if snapshotter is not None else None,
+            transaction=transactions.state if transactions is not None else None,
+            completed_incremental=snapshotter.completed_id if snapshotter is not None else None,
+        )
 
     def _transaction_records(self, records: list[TransactionRecord]) -> None:
         """BEGIN/END records on ``<topic.prefix>.<topic.transaction>``, keyed by the transaction id."""
@@ -193,7 +196,7 @@ class StreamingTask:
             self._produce(self.options.transaction_topic, record.key_bytes(schemas), record.value_bytes(schemas))
 
     def _add_position(self, position: Position) -> None:
-        self._tracker.add_position((position, self._extras()))
+        self._tracker.add_position(self._offset_at(position))
 
     def _emit_read(self, namespace: str, document: Mapping[str, Any]) -> None:
         """An incremental snapshot read (``op=r``, ``source.snapshot=incremental``) at the current position."""
@@ -358,11 +361,8 @@ class StreamingTask:
     def _commit_acknowledged(self) -> None:
         checkpoint = self._tracker.committable()
         if checkpoint is not None and checkpoint != self._last_checkpoint:
-            position, extras = checkpoint
-            record = position.to_offset()
-            if extras:
-                record.update(json.loads(extras))
-            self.store.commit(self.options.connector, self.options.partition, record)
+            position = checkpoint.position
+            self.store.commit(self.options.connector, self.options.partition, checkpoint.to_record())
             self._last_checkpoint = checkpoint
             self.stats.commits += 1
             self.stats.last_committed = position

@@ -19,13 +19,13 @@ Restart safety
 The reference connector resets its counters on restart, so a transaction
 interrupted by a restart gets a second BEGIN and wrong ``total_order`` /
 ``data_collection_order`` / END counts. Here the tracker's state is stored
-with the committed offset: :meth:`TransactionTracker.state_for_offset` taken
-*right after* the tracker was called for a stream item and that item's records
-(transaction records first, then the data record) were handed to the
-producer, belongs with *that item's* position. Restoring it with
-:meth:`TransactionTracker.from_offset` and resuming the change stream after
-that position continues the counters, does not emit BEGIN again, and does not
-emit a second END for a transaction whose END was already produced.
+with the committed offset: :attr:`TransactionTracker.state` taken *right after*
+the tracker was called for a stream item and that item's records (transaction
+records first, then the data record) were handed to the producer, belongs with
+*that item's* position (``SourceOffset.transaction``). A tracker built with that
+state, on a change stream resumed after that position, continues the counters,
+does not emit BEGIN again, and does not emit a second END for a transaction
+whose END was already produced.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from mongocdc.events.java import java_hashmap_order
@@ -44,7 +45,7 @@ log = logging.getLogger("mongocdc.engine")
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 STATE_VERSION = 1
-"""Version of the dictionary :meth:`TransactionTracker.state_for_offset` returns."""
+"""Version of the record :meth:`TransactionState.to_offset` writes."""
 
 KEY_SCHEMA: dict[str, Any] = {
     "type": "struct",
@@ -139,49 +140,67 @@ class TransactionRecord:
         return _dumps(payload).encode()
 
 
-@dataclass(slots=True)
-class _Transaction:
-    """Counters of the current (or last) transaction."""
+@dataclass(frozen=True, slots=True)
+class TransactionState:
+    """Counters of the current (or last) transaction: what the offset stores so a restart continues them.
+
+    The offset record (:meth:`to_offset`, under ``transaction`` in ``SourceOffset``'s record)::
+
+        {"v": 1, "id": "<lsid>:<txnNumber>", "begin_emitted": true, "ended": false, "total_order": 3,
+         "data_collections": [["db.orders", 2], ["db.customers", 1]], "first_ts_ms": 1, "last_ts_ms": 2}
+    """
 
     id: str
     begin_emitted: bool = False
     ended: bool = False
     total_order: int = 0
-    collections: dict[str, int] = field(default_factory=dict)
-    """Events per ``<db>.<collection>``; insertion order is the order of first appearance."""
+    collections: tuple[tuple[str, int], ...] = ()
+    """Events per ``<db>.<collection>``, in order of first appearance."""
     first_ts_ms: int = 0
     last_ts_ms: int = 0
 
-    def to_state(self) -> dict[str, Any]:
+    def to_offset(self) -> dict[str, Any]:
         return {
             "v": STATE_VERSION,
             "id": self.id,
             "begin_emitted": self.begin_emitted,
             "ended": self.ended,
             "total_order": self.total_order,
-            "data_collections": [[name, count] for name, count in self.collections.items()],
+            "data_collections": [[name, count] for name, count in self.collections],
             "first_ts_ms": self.first_ts_ms,
             "last_ts_ms": self.last_ts_ms,
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> _Transaction:
-        version = state.get("v", STATE_VERSION)
-        if version != STATE_VERSION:
-            raise ValueError(f"unknown transaction state version {version!r}")
-        collections = {str(name): int(count) for name, count in state["data_collections"]}
-        total = int(state["total_order"])
-        if total != sum(collections.values()):
-            raise ValueError(f"transaction state of {state['id']!r}: total_order {total} ≠ sum of collection counts")
-        return cls(
-            id=str(state["id"]),
-            begin_emitted=bool(state["begin_emitted"]),
-            ended=bool(state["ended"]),
-            total_order=total,
-            collections=collections,
-            first_ts_ms=int(state["first_ts_ms"]),
-            last_ts_ms=int(state["last_ts_ms"]),
-        )
+    def from_offset(cls, record: Mapping[str, Any]) -> TransactionState:
+        """Inverse of :meth:`to_offset`; raises ``ValueError`` on a malformed record.
+
+        ``id`` and ``data_collections`` are required; a record written by hand may leave out the rest:
+        ``begin_emitted`` (a stored transaction had its BEGIN produced), ``ended`` (false),
+        ``total_order`` (the sum of the collection counts) and the times (0).
+        """
+        try:
+            version = record.get("v", STATE_VERSION)
+            if version != STATE_VERSION:
+                raise ValueError(f"unknown transaction state version {version!r}")
+            collections = tuple((str(name), int(count)) for name, count in record["data_collections"])
+            counted = sum(count for _, count in collections)
+            total = int(record.get("total_order", counted))
+            if total != counted:
+                raise ValueError(
+                    f"transaction state of {record['id']!r}: total_order {total} ≠ sum of collection counts"
+                )
+            return cls(
+                id=str(record["id"]),
+                begin_emitted=bool(record.get("begin_emitted", True)),
+                ended=bool(record.get("ended", False)),
+                total_order=total,
+                collections=collections,
+                first_ts_ms=int(record.get("first_ts_ms", 0)),
+                last_ts_ms=int(record.get("last_ts_ms", 0)),
+            )
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"transaction state is unreadable: {exc}") from None
 
 
 class TransactionTracker:
@@ -195,31 +214,22 @@ class TransactionTracker:
     measures idleness.
     """
 
-    def __init__(self, idle_end_ms: int | None = None) -> None:
+    def __init__(self, idle_end_ms: int | None = None, state: TransactionState | None = None) -> None:
         if idle_end_ms is not None and idle_end_ms < 0:
             raise ValueError("idle_end_ms must be >= 0")
         self.idle_end_ms = idle_end_ms
-        self._txn: _Transaction | None = None
+        self._txn = state
+        """The current (or last) transaction; a restart passes the stored one to continue its counters."""
         self._last_activity_ms: int | None = None
 
-    # -- restart ------------------------------------------------------------
+    @property
+    def state(self) -> TransactionState | None:
+        """What to store with the offset of the item just processed, ``None`` before any transaction.
 
-    def state_for_offset(self) -> dict[str, Any] | None:
-        """What to store with the offset of the item just processed (JSON-ready), ``None`` before any transaction.
-
-        Take it after the item's records were handed to the producer and
-        store it with that item's position: the state describes the stream
-        *after* that position.
+        Take it after the item's records were handed to the producer and store it with that item's
+        position: the state describes the stream *after* that position.
         """
-        return None if self._txn is None else self._txn.to_state()
-
-    @classmethod
-    def from_offset(cls, state: dict[str, Any] | None, idle_end_ms: int | None = None) -> TransactionTracker:
-        """A tracker continuing where the one whose :meth:`state_for_offset` was ``state`` stood."""
-        tracker = cls(idle_end_ms)
-        if state is not None:
-            tracker._txn = _Transaction.from_state(state)
-        return tracker
+        return self._txn
 
     @property
     def open_transaction(self) -> str | None:
@@ -239,8 +249,7 @@ class TransactionTracker:
             before.extend(self._end(event.source.ts_ms))
             if txn_id is None:
                 return before, event
-            txn = _Transaction(txn_id, first_ts_ms=event.source.ts_ms)
-            self._txn = txn
+            txn = TransactionState(txn_id, first_ts_ms=event.source.ts_ms)
         elif txn.ended:
             log.warning(
                 "change of transaction %s arrived after its END (idle longer than %d ms inside a transaction)",
@@ -248,13 +257,21 @@ class TransactionTracker:
                 self.idle_end_ms,
             )
         if not txn.begin_emitted:
-            txn.begin_emitted = True
             before.append(TransactionRecord("BEGIN", txn.id, txn.first_ts_ms))
         namespace = event.namespace
-        txn.total_order += 1
-        txn.collections[namespace] = txn.collections.get(namespace, 0) + 1
-        txn.last_ts_ms = event.source.ts_ms
-        block = TransactionBlock(txn.id, txn.total_order, txn.collections[namespace])
+        counts = dict(txn.collections)
+        order = counts[namespace] = counts.get(namespace, 0) + 1
+        txn = TransactionState(
+            txn.id,
+            True,
+            txn.ended,
+            txn.total_order + 1,
+            tuple(counts.items()),
+            txn.first_ts_ms,
+            event.source.ts_ms,
+        )
+        self._txn = txn
+        block = TransactionBlock(txn.id, txn.total_order, order)
         return before, dataclasses.replace(event, transaction=block)
 
     def on_control(self) -> list[TransactionRecord]:
@@ -276,7 +293,8 @@ class TransactionTracker:
         txn = self._txn
         if txn is None or txn.ended:
             return []
-        txn.ended = True
+        self._txn = dataclasses.replace(txn, ended=True)
+        counts = dict(txn.collections)
         return [
             TransactionRecord(
                 "END",
@@ -284,6 +302,6 @@ class TransactionTracker:
                 txn.last_ts_ms if ts_ms is None else ts_ms,
                 event_count=txn.total_order,
                 # Debezium lists them in its HashMap's iteration order, not in order of appearance.
-                data_collections=tuple((name, txn.collections[name]) for name in java_hashmap_order(txn.collections)),
+                data_collections=tuple((name, counts[name]) for name in java_hashmap_order(counts)),
             )
         ]

@@ -1,9 +1,7 @@
-"""Source positions: where a change stream stands, and how it is stored as an offset."""
+"""Source positions: where a change stream stands (stored by ``engine/source_offset.SourceOffset``)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,14 +39,14 @@ class Position:
 
     ``sec``/``ord`` are the cluster time of the last change (seconds and
     increment), ``resume_token`` the change stream token to resume after.
-    Field names follow the Debezium MongoDB connector's offsets.
+    Field names follow the Debezium MongoDB connector's offsets, where they are stored as they are
+    (the token as Base64 of its BSON).
     """
 
     sec: int
     ord: int
     resume_token: bytes | None = None
     """The resume token document, BSON-encoded."""
-    initsync: bool = False
 
     @staticmethod
     def token_bytes(token: Mapping[str, Any] | RawBSONDocument | None) -> bytes | None:
@@ -63,32 +61,6 @@ class Position:
         if self.resume_token is None:
             return None
         return bson.decode(self.resume_token)
-
-    def to_offset(self) -> dict[str, Any]:
-        """Readable JSON-safe offset record (what ``offsets show`` prints)."""
-        record: dict[str, Any] = {"sec": self.sec, "ord": self.ord}
-        record["resume_token"] = base64.b64encode(self.resume_token).decode("ascii") if self.resume_token else None
-        if self.initsync:
-            record["initsync"] = True
-        return record
-
-    @classmethod
-    def from_offset(cls, record: Mapping[str, Any]) -> Position:
-        """Inverse of :meth:`to_offset`; raises ``ValueError`` on a malformed record."""
-        try:
-            sec = int(record["sec"])
-            ord_ = int(record["ord"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"offset record needs integer 'sec' and 'ord', got {dict(record)!r}") from exc
-        raw = record.get("resume_token")
-        token: bytes | None = None
-        if raw:
-            try:
-                token = base64.b64decode(str(raw), validate=True)
-                bson.decode(token)
-            except (binascii.Error, bson.errors.BSONError, ValueError) as exc:
-                raise ValueError(f"offset 'resume_token' is not base64 of a BSON document: {exc}") from exc
-        return cls(sec=sec, ord=ord_, resume_token=token, initsync=bool(record.get("initsync", False)))
 
     def describe_token(self) -> str:
         """The token's ``_data`` string when it has one, else its extended JSON."""

@@ -8,8 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from bson import json_util
-
-from mongocdc.events.position import Position
+from bson.errors import BSONError
 
 _CANONICAL = json_util.CANONICAL_JSON_OPTIONS
 
@@ -95,12 +94,12 @@ class CollectionProgress:
 
 @dataclass(frozen=True, slots=True)
 class SnapshotState:
-    """An unfinished snapshot: where streaming resumes afterwards, and each collection's progress.
+    """An unfinished snapshot's progress: per collection, how far its scan got.
 
-    Stored as the partition's offset with ``initsync: true`` until the snapshot completes.
+    Stored (by ``engine.source_offset.SourceOffset``) under ``snapshot``, with ``initsync: true`` and the
+    position streaming resumes from once the snapshot completes.
     """
 
-    resume: Position
     collections: Mapping[str, CollectionProgress] = field(default_factory=lambda: MappingProxyType({}))
 
     def with_collection(self, namespace: str, progress: CollectionProgress) -> SnapshotState:
@@ -111,17 +110,22 @@ class SnapshotState:
     def progress(self, namespace: str) -> CollectionProgress:
         return self.collections.get(namespace, CollectionProgress())
 
+    @property
+    def done(self) -> int:
+        """How many collections are copied completely."""
+        return sum(p.done for p in self.collections.values())
+
     def to_offset(self) -> dict[str, Any]:
-        record = self.resume.to_offset()
-        record["initsync"] = True
-        record["snapshot"] = {ns: p.to_offset() for ns, p in sorted(self.collections.items())}
-        return record
+        """``{namespace: {"bracket", "last_key", "done", "documents"}}``, namespaces sorted."""
+        return {ns: p.to_offset() for ns, p in sorted(self.collections.items())}
 
     @classmethod
-    def from_offset(cls, record: Mapping[str, Any]) -> SnapshotState | None:
-        """The unfinished snapshot an offset record describes, or ``None`` when it has none."""
-        if not record.get("initsync"):
-            return None
-        resume = Position.from_offset({**record, "initsync": False})
-        collections = {ns: CollectionProgress.from_offset(p) for ns, p in (record.get("snapshot") or {}).items()}
-        return cls(resume, MappingProxyType(collections))
+    def from_offset(cls, record: Mapping[str, Any]) -> SnapshotState:
+        """Inverse of :meth:`to_offset`; raises ``ValueError`` naming the collection of a malformed entry."""
+        collections = {}
+        for ns, progress in record.items():
+            try:
+                collections[str(ns)] = CollectionProgress.from_offset(progress)
+            except (AttributeError, BSONError, KeyError, TypeError, ValueError) as exc:
+                raise ValueError(f"snapshot progress of {ns!r} is unreadable: {progress!r} ({exc})") from None
+        return cls(MappingProxyType(collections))

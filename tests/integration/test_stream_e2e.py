@@ -323,6 +323,7 @@ def test_lost_resume_point_exits_5_with_the_remedy(
     Needs a server that reports ChangeStreamHistoryLost/InvalidResumeToken for a mongod-format
     token; the test servers that do not are listed in tests/contract/conftest.py's KNOWN_GAPS.
     """
+    from mongocdc.engine.source_offset import SourceOffset
     from mongocdc.events.position import Position
     from mongocdc.offsets.sqlite import SqliteOffsetStore
     from tests.contract.conftest import KNOWN_GAPS
@@ -337,7 +338,7 @@ def test_lost_resume_point_exits_5_with_the_remedy(
     partition = topology["replica_set"] if topology["kind"] == "replica_set" else "cluster"
     ancient = Position(1, 1, Position.token_bytes({"_data": "82" + "00000001" + "00000001" + "2B0229296E04"}))
     store = SqliteOffsetStore(tmp_path / "offsets.db")
-    store.commit(f"it-{prefix}", partition, ancient.to_offset())
+    store.commit(f"it-{prefix}", partition, SourceOffset(ancient).to_record())
     store.close()
     result = run_cli("--config", str(config), "stream")
     assert result.returncode == 5, result.stderr

@@ -15,7 +15,14 @@ HOMES = {
     "rich": ("cli/",),
     "pyspark": ("spark/",),
 }
-PURE = ("events/", "engine/acks.py")
+PURE = (
+    "events/",
+    "engine/acks.py",
+    "engine/adoption.py",
+    "engine/incremental.py",
+    "engine/source_offset.py",
+    "engine/transactions.py",
+)
 PURE_ALLOWED = {"bson", "mongocdc"}
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mongocdc.engine.connector import ConnectorTask, TaskOptions
+from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.engine.streaming import StreamOptions
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.events.position import Position
@@ -87,7 +88,7 @@ def test_a_stop_during_the_snapshot_delay_ends_the_run_before_the_snapshot(tmp_p
 def test_no_snapshot_no_snapshot_delay(tmp_path: Path) -> None:
     log: list[Any] = []
     connector, store, _ = task(tmp_path, log, snapshot_delay_s=2.5, streaming_delay_s=3.0)
-    store.commit("c1", "rs0", Position(5, 1, Position.token_bytes({"_data": "x"})).to_offset())
+    store.commit("c1", "rs0", SourceOffset(Position(5, 1, Position.token_bytes({"_data": "x"}))).to_record())
     connector.run()
     assert not [entry for entry in log if entry[0] == "wait"]
     assert log[0][0] == "open"
@@ -114,7 +115,7 @@ def test_capture_start_op_time_is_where_streaming_starts_without_offset_and_snap
 def test_capture_start_op_time_gives_way_to_a_stored_offset(tmp_path: Path) -> None:
     log: list[Any] = []
     connector, store, source = task(tmp_path, log, mode="no_data", start_at=Position(1234, 5))
-    store.commit("c1", "rs0", Position(77, 1).to_offset())
+    store.commit("c1", "rs0", SourceOffset(Position(77, 1)).to_record())
     connector.run()
     assert source.opened_at is not None and source.opened_at.sec == 77
 

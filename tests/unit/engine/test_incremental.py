@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 
 from mongocdc.engine.incremental import (
     ID_TYPE_BRACKETS,
-    OFFSET_FIELD,
     IncrementalSnapshotState,
     SnapshotWindow,
     WindowError,
@@ -33,7 +32,9 @@ from mongocdc.engine.incremental import (
     key_from_json,
     key_to_json,
 )
+from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.events.codec import value_to_json
+from mongocdc.events.position import Position
 
 NS = "shop.orders"
 OTHER = "shop.customers"
@@ -282,7 +283,7 @@ def test_offset_record_layout() -> None:
     state = IncrementalSnapshotState.start("ad-hoc-1", [NS, OTHER], {OTHER: {"tier": Int64(2)}})
     state = state.with_maximum_key(Int64(100)).next_bracket().next_bracket().after_chunk(42, 10).pause()
     record = state.to_offset()
-    assert OFFSET_FIELD == "incremental_snapshot"
+    assert SourceOffset(Position(1, 1), incremental=state).to_record()["incremental_snapshot"] == record
     assert record == {
         "id": "ad-hoc-1",
         "collections": [NS, OTHER],

@@ -14,6 +14,7 @@ from bson import json_util
 
 from mongocdc.engine.connector import ConnectorTask, Plan, SnapshotKind, TaskOptions, plan
 from mongocdc.engine.snapshot import SnapshotOptions, SnapshotRunner
+from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.engine.streaming import StreamOptions
 from mongocdc.errors import ResumePositionLostError
 from mongocdc.events.envelope import EnvelopeCodec
@@ -82,7 +83,7 @@ def expected_ids() -> Counter[tuple[str, str]]:
 def test_snapshot_reads_every_document_once_with_markers(tmp_path: Path, threads: int) -> None:
     store = SqliteOffsetStore(tmp_path / "o.db")
     sink = RecordingSink()
-    report = runner(store, sink, threads).run(scanners(), SnapshotState(START))
+    report = runner(store, sink, threads).run(scanners(), START)
     assert report.completed and report.documents == 17
     got = reads(sink)
     assert Counter((ns, repr(i)) for ns, i, _ in got) == expected_ids()
@@ -92,7 +93,7 @@ def test_snapshot_reads_every_document_once_with_markers(tmp_path: Path, threads
     # within a collection, documents come in BSON _id order across type brackets
     orders = [i for ns, i, _ in got if ns == "shop.orders"]
     assert orders == [None, 1, 2.5, 3, 7, 10, "a", "b", "c", {"k": 1}, True]
-    state = SnapshotState.from_offset(store.load("c1", "rs0") or {})
+    state = SourceOffset.from_record(store.load("c1", "rs0") or {}).snapshot
     assert state is not None and all(p.done for p in state.collections.values())
     assert set(state.collections) == set(collections())
 
@@ -102,7 +103,7 @@ def test_a_read_carries_the_time_its_chunk_was_read_even_when_produced_later(tmp
     base = 1_700_000_000_000_000_000
     scanner = ScriptedScanner("shop.orders", [{"_id": i} for i in range(5)], fetch_size=2, read_ns_base=base)
     sink = RecordingSink()
-    assert runner(SqliteOffsetStore(tmp_path / "o.db"), sink, threads=1).run([scanner], SnapshotState(START)).completed
+    assert runner(SqliteOffsetStore(tmp_path / "o.db"), sink, threads=1).run([scanner], START).completed
     stamps = []
     for _topic, _key, value in sink.records:
         assert value is not None
@@ -126,14 +127,15 @@ def test_crash_mid_snapshot_resumes_from_the_last_acknowledged_chunk(tmp_path: P
     first = RecordingSink()
     with pytest.raises(RuntimeError, match="scripted crash"):
         runner(store, first, threads=1).run(
-            scanners(**{"shop.orders": {"fail_after_chunks": crash_after_chunks}}), SnapshotState(START)
+            scanners(**{"shop.orders": {"fail_after_chunks": crash_after_chunks}}), START
         )
     offset = store.load("c1", "rs0")
     assert offset is not None and offset["initsync"] is True
-    state = SnapshotState.from_offset(offset)
-    assert state is not None and state.resume == START
+    stored = SourceOffset.from_record(offset)
+    state = stored.snapshot
+    assert state is not None and stored.position == START
     second = RecordingSink()
-    assert runner(store, second).run(scanners(), state).completed
+    assert runner(store, second).run(scanners(), START, state).completed
     delivered = Counter((ns, repr(i)) for ns, i, _ in reads(first) + reads(second))
     assert set(delivered) == set(expected_ids())  # nothing lost (duplicates allowed after a crash)
     assert all(delivered[k] <= 2 for k in delivered)
@@ -149,19 +151,19 @@ def test_graceful_stop_mid_snapshot_then_resume_has_no_duplicates(tmp_path: Path
     stop = threading.Event()
     first = RecordingSink()
     stopping = {"shop.orders": {"on_chunk": lambda n: stop.set() if n == 2 else None}}
-    report = runner(store, first, threads=1, stop=stop).run(scanners(**stopping), SnapshotState(START))
+    report = runner(store, first, threads=1, stop=stop).run(scanners(**stopping), START)
     assert not report.completed
-    state = SnapshotState.from_offset(store.load("c1", "rs0") or {})
+    state = SourceOffset.from_record(store.load("c1", "rs0") or {}).snapshot
     assert state is not None
     second = RecordingSink()
-    assert runner(store, second).run(scanners(), state).completed
+    assert runner(store, second).run(scanners(), START, state).completed
     delivered = Counter((ns, repr(i)) for ns, i, _ in reads(first) + reads(second))
     assert delivered == expected_ids()
 
 
 def test_plan_follows_snapshot_mode() -> None:
-    offset = {"sec": 5, "ord": 1, "resume_token": None}
-    interrupted = {**offset, "initsync": True, "snapshot": {}}
+    offset = SourceOffset(Position(5, 1))
+    interrupted = SourceOffset(Position(5, 1), snapshot=SnapshotState())
     assert plan("initial", None) == Plan(SnapshotKind.FRESH, True, "no stored offset: initial snapshot")
     assert plan("initial", offset).snapshot is SnapshotKind.NONE and plan("initial", offset).stream
     assert plan("initial", interrupted).snapshot is SnapshotKind.RESUME
@@ -207,7 +209,7 @@ def test_initial_snapshot_then_streaming_from_the_recorded_position(tmp_path: Pa
 
 def test_when_needed_resnapshots_after_a_lost_resume_position(tmp_path: Path) -> None:
     store = SqliteOffsetStore(tmp_path / "o.db")
-    store.commit("c1", "rs0", Position(5, 1, Position.token_bytes({"_data": "gone"})).to_offset())
+    store.commit("c1", "rs0", SourceOffset(Position(5, 1, Position.token_bytes({"_data": "gone"}))).to_record())
 
     class LostSource(ScriptedSource):
         lost = True
@@ -225,6 +227,6 @@ def test_when_needed_resnapshots_after_a_lost_resume_position(tmp_path: Path) ->
     assert [json.loads(v)["op"] for _, _, v in sink.records if v is not None] == ["r"] * 17 + ["c"]
 
     stop = threading.Event()
-    store.commit("c1", "rs0", Position(5, 1, Position.token_bytes({"_data": "gone"})).to_offset())
+    store.commit("c1", "rs0", SourceOffset(Position(5, 1, Position.token_bytes({"_data": "gone"}))).to_record())
     with pytest.raises(ResumePositionLostError):
         connector_task(store, RecordingSink(), LostSource([change(1)], stop), "initial", stop).run()

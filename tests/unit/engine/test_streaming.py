@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.engine.streaming import StreamingTask, StreamOptions
 from mongocdc.errors import DeliveryError
 from mongocdc.events.envelope import EnvelopeCodec
-from mongocdc.events.position import Position
 from mongocdc.offsets.sqlite import SqliteOffsetStore
 from tests.unit.engine import fakes
 from tests.unit.engine.fakes import RecordingSink, ScriptedSource, change
@@ -50,7 +50,7 @@ def test_graceful_stop_then_resume_delivers_each_change_once(tmp_path: Path) -> 
     run_task(ScriptedSource(history[:6], stop), first, store, stop, flush_interval_s=3600)
     assert keys_of(first) == list(range(6))
     # graceful stop committed the last change even though the flush interval never elapsed
-    assert Position.from_offset(store.load("c1", "rs0") or {}).sec == 1005
+    assert SourceOffset.from_record(store.load("c1", "rs0") or {}).position.sec == 1005
 
     stop = threading.Event()
     second = RecordingSink()
@@ -76,7 +76,7 @@ def test_crash_then_restart_loses_nothing(tmp_path: Path, crash_at: int) -> None
     assert set(delivered) == set(range(10))
     if committed is not None:
         # everything after the committed offset comes again, nothing before it
-        assert keys_of(second) == [i for i in range(10) if 1000 + i > Position.from_offset(committed).sec]
+        assert keys_of(second) == [i for i in range(10) if 1000 + i > SourceOffset.from_record(committed).position.sec]
 
 
 def test_tombstone_follows_delete_unless_disabled(tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_offset_never_passes_a_refused_record(tmp_path: Path) -> None:
         run_task(ScriptedSource([change(i) for i in range(6)], stop), sink, store, stop)
     committed = store.load("c1", "rs0")
     assert committed is not None
-    assert Position.from_offset(committed).sec <= 1002  # the 4th record (sec 1003) was never acknowledged
+    assert SourceOffset.from_record(committed).position.sec <= 1002  # the 4th record (sec 1003) was never acknowledged
 
 
 def test_first_start_commits_where_streaming_began(tmp_path: Path) -> None:
@@ -158,7 +158,7 @@ def test_heartbeats_commit_the_position_of_a_quiet_stream(tmp_path: Path) -> Non
     assert stats.heartbeats == len(beats) >= 2
     assert beats[0] == (b'{"serverName":"app"}', b'{"ts_ms":42}')
     committed = store.load("c1", "rs0")
-    assert committed is not None and Position.from_offset(committed) == idle_token
+    assert committed is not None and SourceOffset.from_record(committed).position == idle_token
     assert stats.commits >= 2  # heartbeats commit before the (hour-long) flush interval
 
 

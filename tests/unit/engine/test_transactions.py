@@ -11,7 +11,7 @@ from bson import json_util
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mongocdc.engine.transactions import TransactionRecord, TransactionTracker
+from mongocdc.engine.transactions import TransactionRecord, TransactionState, TransactionTracker
 from mongocdc.events.changes import StreamedChange, convert_change
 from mongocdc.events.envelope import EnvelopeCodec, value_payload
 from mongocdc.events.java import java_hashmap_order
@@ -139,8 +139,8 @@ def test_idle_end_only_after_idle_end_ms() -> None:
     assert (end.status, end.id, end.event_count) == ("END", TXN_A, 3)
     assert end.data_collections == (("inventory.customers", 1), ("inventory.orders", 2))
     assert tracker.on_idle(9999) == []
-    state = tracker.state_for_offset()
-    assert state is not None and state["ended"] is True
+    state = tracker.state
+    assert state is not None and state.ended is True
     # The next plain event brings no second END.
     before, _ = tracker.on_event(events[5], 10_000)
     assert before == []
@@ -151,7 +151,7 @@ def test_idle_with_nothing_open_is_quiet() -> None:
     assert tracker.on_idle(0) == []
     feed(tracker, recorded_events()[:2])
     assert tracker.on_idle(10) == []
-    assert tracker.state_for_offset() is None
+    assert tracker.state is None
 
 
 def test_without_idle_end_only_the_next_change_ends_a_transaction() -> None:
@@ -174,14 +174,21 @@ def test_control_event_ends_the_transaction() -> None:
     assert tracker.open_transaction is None
 
 
+def restarted(tracker: TransactionTracker, idle_end_ms: int | None = None) -> TransactionTracker:
+    """A tracker continuing from ``tracker``'s state as the offset store keeps it (JSON)."""
+    state = tracker.state
+    stored = None if state is None else TransactionState.from_offset(json.loads(json.dumps(state.to_offset())))
+    assert stored == state
+    return TransactionTracker(idle_end_ms, stored)
+
+
 def test_restart_in_the_middle_continues_the_counters() -> None:
     events = recorded_events()
     whole = feed(TransactionTracker(), events)
     for split in range(len(events) + 1):
         first = TransactionTracker()
         out = feed(first, events[:split])
-        stored = json.loads(json.dumps(first.state_for_offset()))  # through the offset store
-        second = TransactionTracker.from_offset(stored)
+        second = restarted(first)
         out += feed(second, events[split:], start_ms=split)
         assert out == whole, f"split at {split}"
     statuses = [r.status for r in records(whole)]
@@ -193,7 +200,7 @@ def test_restart_after_idle_end_emits_no_second_end() -> None:
     first = TransactionTracker(idle_end_ms=10)
     feed(first, events[2:5])
     assert len(first.on_idle(100)) == 1
-    second = TransactionTracker.from_offset(json.loads(json.dumps(first.state_for_offset())), idle_end_ms=10)
+    second = restarted(first, idle_end_ms=10)
     assert second.on_idle(1000) == [] and second.on_idle(2000) == []
     assert second.on_control() == []
     before, event = second.on_event(events[5], 3000)
@@ -204,7 +211,7 @@ def test_restart_in_a_transaction_ends_it_after_idle() -> None:
     events = recorded_events()
     first = TransactionTracker(idle_end_ms=10)
     feed(first, events[2:4])
-    second = TransactionTracker.from_offset(json.loads(json.dumps(first.state_for_offset())), idle_end_ms=10)
+    second = restarted(first, idle_end_ms=10)
     assert second.on_idle(5000) == []  # the idle time starts with the restart
     before, event = second.on_event(events[4], 5001)
     assert before == [] and event.transaction == TransactionBlock(TXN_A, 3, 2)
@@ -263,7 +270,7 @@ def _run(events: list[tuple[ChangeEvent, str]], restart_at: int | None) -> list[
     out: list[Any] = []
     for i, (event, after) in enumerate(events):
         if i == restart_at:
-            tracker = TransactionTracker.from_offset(json.loads(json.dumps(tracker.state_for_offset())), 100)
+            tracker = restarted(tracker, 100)
         now += 1
         before, enriched = tracker.on_event(event, now)
         out += before

@@ -92,31 +92,10 @@ from bson.codec_options import CodecOptions  # noqa: E402
 _TZ: CodecOptions[Any] = CodecOptions(tz_aware=True)
 
 
-@given(
-    st.integers(min_value=0, max_value=2**32 - 1),
-    st.integers(min_value=0, max_value=2**32 - 1),
-    st.one_of(st.none(), st.dictionaries(keys, values, min_size=1, max_size=3)),
-    st.booleans(),
-)
-def test_offsets_round_trip_through_json(sec: int, ord_: int, token: dict[str, Any] | None, initsync: bool) -> None:
-    position = Position(sec, ord_, Position.token_bytes(token), initsync)
-    record = json.loads(json.dumps(position.to_offset()))
-    assert Position.from_offset(record) == position
-
-
-def test_offset_shows_the_token_data_string() -> None:
+def test_position_shows_the_token_data_string() -> None:
     position = Position(1, 2, Position.token_bytes({"_data": "8265A0"}))
     assert position.describe_token() == "8265A0"
-    assert Position.from_offset({"sec": 1, "ord": 2, "resume_token": None}).token_document() is None
-
-
-def test_malformed_offset_is_rejected_with_a_reason() -> None:
-    import pytest
-
-    with pytest.raises(ValueError, match="integer 'sec'"):
-        Position.from_offset({"ord": 1})
-    with pytest.raises(ValueError, match="base64"):
-        Position.from_offset({"sec": 1, "ord": 1, "resume_token": "not base64!"})
+    assert Position(1, 2).token_document() is None
 
 
 def test_timestamp_values_render() -> None:
