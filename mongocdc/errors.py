@@ -73,6 +73,27 @@ class NotImplementedYetError(MongocdcError):
     exit_code = ExitCode.UNEXPECTED
 
 
+class MalformedEventError(MongocdcError):
+    """MongoDB returned a change event mongocdc cannot read (a field every change event has is missing or of
+    another type, or the fragments of a split event do not fit together).
+
+    Exit 1, as an unexpected error: the operator made no mistake (not 2 or 3), the server answered (not
+    4, which a retry later may fix), and nothing configurable changes it. The stream stops before the
+    event, so the committed offset stays before it and nothing after it is skipped; a restart meets the
+    same event again, so it is worth a report with the server's version.
+    """
+
+    exit_code = ExitCode.UNEXPECTED
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(
+            message,
+            hint
+            or "the stream stopped before this event and its offset was not committed past it; report it with the "
+            "MongoDB server's version (a restart reads the same event again)",
+        )
+
+
 class DeliveryError(MongocdcError):
     """Kafka refused an event permanently (a fatal producer error or a rejected record)."""
 

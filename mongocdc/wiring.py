@@ -17,6 +17,7 @@ from mongocdc.retry import Backoff
 
 if TYPE_CHECKING:
     from mongocdc.engine.connector import ConnectorGroup, ConnectorTask
+    from mongocdc.engine.incremental_snapshot import IncrementalSnapshotter
     from mongocdc.engine.metrics import Metrics
     from mongocdc.engine.snapshot import ProgressCallback
     from mongocdc.engine.streaming import StreamStats
@@ -377,7 +378,7 @@ def connector_task(
             if only is None or f"{db}.{coll}" in only
         ]
 
-    task = ConnectorTask(
+    return ConnectorTask(
         source=source,
         current_position=source.inner.current_position,
         scanners=scanners,
@@ -414,14 +415,13 @@ def connector_task(
         on_status=on_status,
         on_progress=on_progress,
         metrics=metrics,
+        snapshotter=incremental_snapshotter(settings, client, sink),
     )
-    task.snapshotter = incremental_snapshotter(settings, client, task, sink)
-    return task
 
 
-def incremental_snapshotter(settings: Settings, client: Any, task: ConnectorTask, sink: Any) -> Any:
-    """Signals and incremental snapshots for ``task``, or ``None`` when no signal channel is configured."""
-    from mongocdc.engine.signalling import IncrementalSnapshotter
+def incremental_snapshotter(settings: Settings, client: Any, sink: Any) -> IncrementalSnapshotter | None:
+    """Signals and incremental snapshots for one task, or ``None`` without ``signal.data.collection``."""
+    from mongocdc.engine.incremental_snapshot import IncrementalSnapshotter
     from mongocdc.sources.mongo.scan import QueryReader, captured_collections
     from mongocdc.sources.mongo.signals import SignalCollectionWriter
 
@@ -473,19 +473,15 @@ def incremental_snapshotter(settings: Settings, client: Any, task: ConnectorTask
         )
         return [f"{db}.{coll}" for db, coll in pairs]
 
-    def blocking(namespaces: Sequence[str]) -> None:
-        task.blocking_snapshot(task.scanners(namespaces))
-
     return IncrementalSnapshotter(
         reader=QueryReader(client),
         writer=SignalCollectionWriter(client, settings.signal_data_collection),
-        emit_read=lambda ns, doc: None,  # replaced by the streaming task
         captured=captured,
         chunk_size=settings.incremental_snapshot_chunk_size,
         strategy=settings.incremental_snapshot_watermarking_strategy,
         kafka_signals=kafka_signals,
+        signal_poll_interval_s=settings.signal_poll_interval_ms / 1000,
         notify=notify,
-        blocking_snapshot=blocking,
     )
 
 

@@ -245,15 +245,12 @@ DEBEZIUM: Final[Mapping[str, Compat]] = {
     # signals and notifications
     "signal.data.collection": _IMPLEMENTED,
     "signal.enabled.channels": _IMPLEMENTED,
-    "signal.poll.interval.ms": _ignored(
-        "source signals arrive with the change stream and the Kafka channel is polled in the streaming loop, "
-        "without a separate interval"
-    ),
+    "signal.poll.interval.ms": _IMPLEMENTED,
     "signal.kafka.topic": _IMPLEMENTED,
     "signal.kafka.groupId": _IMPLEMENTED,
     "signal.kafka.bootstrap.servers": _IMPLEMENTED,
     "signal.kafka.poll.timeout.ms": _ignored(
-        "the Kafka signal channel is polled without waiting, once per turn of the streaming loop"
+        "the Kafka signal channel is read without waiting, every signal.poll.interval.ms, in the streaming loop"
     ),
     "notification.enabled.channels": _IMPLEMENTED,
     "notification.sink.topic.name": _IMPLEMENTED,

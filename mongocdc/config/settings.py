@@ -721,6 +721,13 @@ class Settings:
         "kafka-signal",
         "Consumer group id under which the `kafka` signal channel commits the signals it has handled.",
     )
+    signal_poll_interval_ms: int = setting(
+        "signal.poll.interval.ms",
+        _NON_NEGATIVE,
+        5000,
+        "Milliseconds between two reads of the `kafka` signal channel (signals in `signal.data.collection` arrive "
+        "with the change stream and wait for no read); 0 reads it at every turn of the streaming loop.",
+    )
     incremental_snapshot_chunk_size: int = setting(
         "incremental.snapshot.chunk.size",
         _POSITIVE,

@@ -15,16 +15,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from mongocdc.engine.incremental_snapshot import IncrementalSnapshotter
 from mongocdc.engine.metrics import Metrics
-from mongocdc.engine.signalling import IncrementalSnapshotter
 from mongocdc.engine.snapshot import ProgressCallback, Scanner, SnapshotOptions, SnapshotReport, SnapshotRunner
 from mongocdc.engine.source_offset import SourceOffset
-from mongocdc.engine.streaming import Sink, Source, StreamingTask, StreamOptions, StreamStats
+from mongocdc.engine.streaming import Sink, StreamingTask, StreamOptions, StreamStats
 from mongocdc.errors import ResumePositionLostError
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.events.position import Position
 from mongocdc.events.snapshot import SnapshotState
 from mongocdc.offsets.base import OffsetStore
+from mongocdc.sources.base import ChangeSource
 
 log = logging.getLogger("mongocdc.connector")
 
@@ -99,7 +100,7 @@ class ConnectorTask:
     def __init__(
         self,
         *,
-        source: Source,
+        source: ChangeSource,
         current_position: Callable[[], Position],
         scanners: Callable[..., Sequence[Scanner]],
         sink: Sink,
@@ -166,6 +167,7 @@ class ConnectorTask:
             on_status=self.on_status,
             metrics=self.metrics,
             snapshotter=self.snapshotter,
+            blocking_snapshot=self.blocking_snapshot,
             rs=self.options.rs,
         )
         return task.run()
@@ -188,8 +190,8 @@ class ConnectorTask:
             metrics=self.metrics,
         )
 
-    def blocking_snapshot(self, scanners: Sequence[Scanner]) -> SnapshotReport:
-        """A snapshot of ``scanners`` while streaming waits (``execute-snapshot`` with ``type: blocking``).
+    def blocking_snapshot(self, namespaces: Sequence[str]) -> SnapshotReport:
+        """A snapshot of ``namespaces`` while streaming waits (``execute-snapshot`` with ``type: blocking``).
 
         Its progress is kept in memory: the stored offset stays the streaming position, so a crash
         in the middle streams on from there (the blocking snapshot is not resumed).
@@ -197,7 +199,7 @@ class ConnectorTask:
         from mongocdc.offsets.memory import MemoryOffsetStore
 
         runner = self._snapshot_runner(MemoryOffsetStore())
-        return runner.run(scanners, self.source.position or self.current_position())
+        return runner.run(self.scanners(namespaces), self.source.position or self.current_position())
 
     def _delay(self, seconds: float, before: str) -> bool:
         """Wait ``seconds`` (``snapshot.delay.ms``, ``streaming.delay.ms``); ``False`` when stopped meanwhile."""

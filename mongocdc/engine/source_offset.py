@@ -50,6 +50,9 @@ INCREMENTAL_COMPLETED: Final = "incremental_snapshot_completed"
 TRANSACTION: Final = "transaction"
 
 
+_new = tuple.__new__
+
+
 def encode_token(token: bytes | None) -> str | None:
     """A resume token's stored form: Base64 of its BSON (Debezium's form too); ``None`` without one."""
     return base64.b64encode(token).decode("ascii") if token else None
@@ -103,6 +106,18 @@ class SourceOffset(NamedTuple):
         if self.transaction is not None:
             record[TRANSACTION] = self.transaction.to_offset()
         return record
+
+    @classmethod
+    def streaming(
+        cls,
+        position: Position,
+        incremental: IncrementalSnapshotState | None,
+        transaction: TransactionState | None,
+        completed_incremental: str | None,
+    ) -> SourceOffset:
+        """``SourceOffset(position, None, incremental, transaction, completed_incremental)``, built without the
+        named tuple's keyword handling: the streaming loop builds one per stream item (half the cost)."""
+        return _new(cls, (position, None, incremental, transaction, completed_incremental))
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> SourceOffset:

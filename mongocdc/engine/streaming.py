@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 from mongocdc.engine.acks import AckTracker
+from mongocdc.engine.incremental_snapshot import NOTHING, IncrementalSnapshotter, Step
 from mongocdc.engine.metrics import Metrics
-from mongocdc.engine.signalling import IncrementalSnapshotter
 from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.engine.transactions import TransactionRecord, TransactionTracker
 from mongocdc.errors import OversizedEventError
@@ -21,26 +21,9 @@ from mongocdc.events.envelope import EnvelopeCodec, heartbeat_record
 from mongocdc.events.model import ChangeEvent, Op, SnapshotMarker, SourceInfo
 from mongocdc.events.position import Position
 from mongocdc.offsets.base import OffsetStore
+from mongocdc.sources.base import ChangeSource, Idle
 
 log = logging.getLogger("mongocdc.engine")
-
-
-class PositionedItem(Protocol):
-    @property
-    def position(self) -> Position: ...
-
-
-class Source(Protocol):
-    """What the loop needs from a change source."""
-
-    def open(self, start: Position | None) -> None: ...
-
-    def next(self) -> StreamedChange | ControlChange | PositionedItem: ...
-
-    @property
-    def position(self) -> Position | None: ...
-
-    def close(self) -> None: ...
 
 
 class Sink(Protocol):
@@ -126,7 +109,7 @@ class StreamingTask:
 
     def __init__(
         self,
-        source: Source,
+        source: ChangeSource,
         sink: Sink,
         store: OffsetStore,
         codec: EnvelopeCodec,
@@ -138,6 +121,7 @@ class StreamingTask:
         on_status: Callable[[StreamStats], None] | None = None,
         metrics: Metrics | None = None,
         snapshotter: IncrementalSnapshotter | None = None,
+        blocking_snapshot: Callable[[Sequence[str]], object] | None = None,
         rs: str | None = None,
     ) -> None:
         self.source = source
@@ -151,8 +135,8 @@ class StreamingTask:
         self._tracker: AckTracker[SourceOffset] = AckTracker()
         """The offset after each item: its position, and the state that rides with it."""
         self.snapshotter = snapshotter
-        if snapshotter is not None:
-            snapshotter.bind_emit(self._emit_read)
+        self._blocking_snapshot = blocking_snapshot
+        """Copies collections while streaming waits (``ConnectorTask.blocking_snapshot``); ``None``: not here."""
         self._last_checkpoint: SourceOffset | None = None
         self.transactions: TransactionTracker | None = None
         self.rs = rs
@@ -180,14 +164,10 @@ class StreamingTask:
         """The offset after the item at ``position``: what rides with it is taken now, encoded only at commit."""
         snapshotter = self.snapshotter
         transactions = self.transactions
-        if snapshotter is None and transactions is None:
-            return SourceOffset(position)
-        return SourceOffset(
-            position,
-            incremental=snapshotter.state if snapshotter is not None else None,
-            transaction=transactions.state if transactions is not None else None,
-            completed_incremental=snapshotter.completed_id if snapshotter is not None else None,
-        )
+        transaction = transactions.state if transactions is not None else None
+        if snapshotter is None:
+            return SourceOffset.streaming(position, None, transaction, None)
+        return SourceOffset.streaming(position, snapshotter.state, transaction, snapshotter.completed_id)
 
     def _transaction_records(self, records: list[TransactionRecord]) -> None:
         """BEGIN/END records on ``<topic.prefix>.<topic.transaction>``, keyed by the transaction id."""
@@ -236,28 +216,29 @@ class StreamingTask:
             heartbeat_every = self.options.heartbeat_interval_s
             next_heartbeat = self._clock() + heartbeat_every
             next_observe = self._clock()
+            snapshotter = self.snapshotter
             while not self.stop.is_set():
                 item = self.source.next()
-                snapshotter = self.snapshotter
-                if isinstance(item, StreamedChange):
-                    self._emit(item.event)
-                    if snapshotter is not None:
-                        snapshotter.on_data_event(item.event.namespace, item.event.key_json)
-                elif isinstance(item, ControlChange):
-                    if self.transactions is not None:
-                        self._transaction_records(self.transactions.on_control())
-                    self.stats.control_events += 1
-                    log.info("%s event on %s.%s", item.operation_type, item.db, item.collection)
-                elif isinstance(item, SignalChange):
-                    if item.event is not None:  # the signal collection is captured too
+                match item:
+                    case StreamedChange():
                         self._emit(item.event)
-                    if snapshotter is not None:
-                        snapshotter.on_signal_document(item.operation_type, item.document, item.document_id)
-                elif self.transactions is not None:  # an idle poll: a quiet stream ends an open transaction
-                    self._transaction_records(self.transactions.on_idle(self._wall_ms()))
+                    case ControlChange():
+                        if self.transactions is not None:
+                            self._transaction_records(self.transactions.on_control())
+                        self.stats.control_events += 1
+                        log.info("%s event on %s.%s", item.operation_type, item.db, item.collection)
+                    case SignalChange():
+                        if item.event is not None:  # the signal collection is captured too
+                            self._emit(item.event)
+                    case Idle():
+                        if self.transactions is not None:  # a quiet stream ends an open transaction
+                            self._transaction_records(self.transactions.on_idle(self._wall_ms()))
+                    case _:
+                        assert_never(item)
                 if snapshotter is not None:
-                    snapshotter.poll_kafka()
-                    snapshotter.maybe_next_chunk()
+                    step = snapshotter.on_item(item)
+                    if step is not NOTHING:
+                        self._carry_out(step)
                 self._add_position(item.position)
                 if not isinstance(item, StreamedChange):
                     self.sink.poll(0)  # after a produce the sink has just served delivery reports
@@ -274,21 +255,38 @@ class StreamingTask:
                     next_commit = self._clock() + self.options.flush_interval_s
             self._observe_source()
             self.commit()
+            if snapshotter is not None:
+                snapshotter.close(carried_out=True)
         except BaseException:
             self._commit_what_was_acknowledged_before_failing()
+            if self.snapshotter is not None:
+                self.snapshotter.close(carried_out=False)
             raise
         finally:
             self.source.close()
             self.metrics.set_connected(self.options.partition, False)
         return self.stats
 
+    def _carry_out(self, step: Step) -> None:
+        """What the incremental snapshotter returned for an item: its reads, then the blocking snapshots."""
+        for namespace, document in step.reads:
+            self._emit_read(namespace, document)
+        for blocking in step.blocking:
+            namespaces = ", ".join(blocking.namespaces)
+            if self._blocking_snapshot is None:
+                log.error("signal %s: blocking snapshots are not available here", blocking.signal_id)
+                continue
+            log.info("blocking snapshot of %s (signal %s): streaming pauses", namespaces, blocking.signal_id)
+            self._blocking_snapshot(blocking.namespaces)
+            log.info("blocking snapshot done: streaming resumes")
+
     def _observe_source(self) -> None:
-        reconnects = int(getattr(self.source, "reconnects", 0))
+        reconnects = self.source.reconnects
         while self._reconnects_seen < reconnects:
             self._reconnects_seen += 1
             self.metrics.record_disconnect(self.options.partition)
             self.metrics.set_connected(self.options.partition, True)
-        elections = int(getattr(self.source, "elections", 0))
+        elections = self.source.elections
         while self._elections_seen < elections:
             self._elections_seen += 1
             self.metrics.record_election(self.options.partition)

@@ -8,7 +8,7 @@ is Debezium's shape too: its change stream and snapshot readers fill a queue tha
 task thread drains.
 
 Two forms: :func:`read_ahead` for an iterator (the snapshot's chunks), :class:`ReadAheadSource`
-for a change source (``open``/``next``/``position``/``close``). In both, the wrapped reader runs
+for a change source (``sources.base.ChangeSource``). In both, the wrapped reader runs
 only in the thread once started (a generator, a pymongo cursor, are not to be driven from two
 threads), its exceptions are raised in the caller after the items read before them, and the
 number of items held ahead is bounded.
@@ -20,7 +20,10 @@ import logging
 import queue
 import threading
 from collections.abc import Iterator
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
+
+from mongocdc.events.position import Position
+from mongocdc.sources.base import ChangeSource, StreamItem
 
 log = logging.getLogger("mongocdc.mongo.read_ahead")
 
@@ -87,25 +90,6 @@ def read_ahead(items: Iterator[T], name: str) -> Iterator[T]:
         thread.join()
 
 
-class PositionedSource(Protocol):
-    """A change source as the streaming loop drives it (``mongocdc.engine.streaming.Source``)."""
-
-    def open(self, start: Any) -> None: ...
-
-    def next(self) -> Any: ...
-
-    @property
-    def position(self) -> Any: ...
-
-    def close(self) -> None: ...
-
-    @property
-    def reconnects(self) -> int: ...
-
-    @property
-    def elections(self) -> int: ...
-
-
 class ReadAheadSource:
     """A change source whose items are read by a thread, up to ``limit`` ahead of :meth:`next`.
 
@@ -117,7 +101,7 @@ class ReadAheadSource:
     """
 
     def __init__(
-        self, inner: PositionedSource, *, limit: int, name: str = "change stream", join_timeout_s: float = 30.0
+        self, inner: ChangeSource, *, limit: int, name: str = "change stream", join_timeout_s: float = 30.0
     ) -> None:
         self._inner = inner
         self._limit = limit
@@ -125,13 +109,13 @@ class ReadAheadSource:
         self._join_timeout_s = join_timeout_s
         self._handoff: _Handoff[Any] | None = None
         self._thread: threading.Thread | None = None
-        self._position: Any = None
+        self._position: Position | None = None
 
     @property
-    def inner(self) -> PositionedSource:
+    def inner(self) -> ChangeSource:
         return self._inner
 
-    def open(self, start: Any) -> None:
+    def open(self, start: Position | None) -> None:
         self._inner.open(start)
         self._position = self._inner.position
         handoff: _Handoff[Any] = _Handoff(self._limit)
@@ -151,15 +135,15 @@ class ReadAheadSource:
             if not handoff.put(item):
                 return
 
-    def next(self) -> Any:
+    def next(self) -> StreamItem:
         if self._handoff is None:
             raise RuntimeError("open() the source first")
-        item = self._handoff.get()
+        item: StreamItem = self._handoff.get()
         self._position = item.position
         return item
 
     @property
-    def position(self) -> Any:
+    def position(self) -> Position | None:
         return self._position
 
     @property

@@ -34,6 +34,7 @@ def config_for(tmp_path: Path, mongo_uri: str, kafka_bootstrap: str, db: str, pr
             "snapshot.mode": "no_data",
             "signal.data.collection": f"{db}.signals",
             "signal.enabled.channels": "source,kafka",
+            "signal.poll.interval.ms": 100,  # Kafka signals (pause, stop) act within a few chunks
             "incremental.snapshot.chunk.size": 50,
             "notification.enabled.channels": "log,sink",
             "notification.sink.topic.name": f"{prefix}.notifications",

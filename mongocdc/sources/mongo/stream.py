@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import bson
@@ -17,7 +16,7 @@ from pymongo.change_stream import ChangeStream, ClusterChangeStream
 from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from mongocdc.config import redact_text
-from mongocdc.errors import ConfigError, ResumePositionLostError, UnreachableError
+from mongocdc.errors import ConfigError, MalformedEventError, ResumePositionLostError, UnreachableError
 from mongocdc.events.changes import (
     ControlChange,
     MalformedChangeError,
@@ -31,6 +30,7 @@ from mongocdc.events.changes import (
 from mongocdc.events.position import Position
 from mongocdc.events.split import FragmentBuffer, SplitEventError
 from mongocdc.retry import Backoff
+from mongocdc.sources.base import Idle, StreamItem
 from mongocdc.sources.mongo.client import raise_for_privileges
 
 log = logging.getLogger("mongocdc.mongo.stream")
@@ -91,16 +91,6 @@ def change_stream_pipeline(
     if oversize_mode == "split":
         stages.append(dict(SPLIT_LARGE_EVENT_STAGE))
     return stages
-
-
-@dataclass(frozen=True, slots=True)
-class Idle:
-    """Nothing arrived within one poll; ``position`` is where the stream stands now."""
-
-    position: Position
-
-
-Item = StreamedChange | ControlChange | Idle | SignalChange
 
 
 def resume_lost_error(connector: str, detail: str) -> ResumePositionLostError:
@@ -316,7 +306,7 @@ class MongoChangeStreamSource:
         if is_resume_lost(exc):
             raise resume_lost_error(self._connector, redact_text(str(exc))) from exc
 
-    def next(self) -> Item:
+    def next(self) -> StreamItem:
         """Wait at most one poll interval for the next change."""
         if self._stream is None:
             raise RuntimeError("open() the source first")
@@ -339,7 +329,7 @@ class MongoChangeStreamSource:
             try:
                 whole = self._fragments.add(top_level(change))
             except SplitEventError as exc:
-                raise UnreachableError(f"MongoDB returned a split change event mongocdc cannot read: {exc}") from exc
+                raise MalformedEventError(f"MongoDB returned a split change event mongocdc cannot read: {exc}") from exc
             if whole is None:
                 continue
             item = self._convert(whole)
@@ -351,7 +341,7 @@ class MongoChangeStreamSource:
                 self._start_after = False
             return item
 
-    def _convert(self, change: Mapping[str, Any]) -> Item:
+    def _convert(self, change: Mapping[str, Any]) -> StreamItem:
         ns = change.get("ns") or {}
         if self._signal_ns is not None and (ns.get("db"), ns.get("coll")) == self._signal_ns:
             # The signal collection is read whatever the include lists say; its changes are written to
@@ -377,7 +367,7 @@ class MongoChangeStreamSource:
         try:
             return convert_change(change, rs=self._rs, transforms=self._transforms)
         except MalformedChangeError as exc:
-            raise UnreachableError(f"MongoDB returned a change event mongocdc cannot read: {exc}") from exc
+            raise MalformedEventError(f"MongoDB returned a change event mongocdc cannot read: {exc}") from exc
 
     def _is_included(self, namespace: tuple[str, str]) -> bool:
         if self._include is None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from bson import Timestamp
@@ -17,12 +16,7 @@ from mongocdc.errors import DeliveryError
 from mongocdc.events.changes import convert_change
 from mongocdc.events.position import Position
 from mongocdc.events.snapshot import ID_TYPE_BRACKETS, Chunk, ScanPosition
-
-
-@dataclass(frozen=True)
-class Idle:
-    position: Position
-
+from mongocdc.sources.base import Idle, StreamItem
 
 START = Position(999, 0, Position.token_bytes({"_data": "start"}))
 
@@ -53,6 +47,8 @@ class ScriptedSource:
         self.index = 0
         self._position: Position | None = None
         self.opened_at: Position | None = None
+        self.reconnects = 0
+        self.elections = 0
 
     def open(self, start: Position | None) -> None:
         self.opened_at = start
@@ -68,7 +64,7 @@ class ScriptedSource:
     def position(self) -> Position | None:
         return self._position
 
-    def next(self) -> Any:
+    def next(self) -> StreamItem:
         if self.fail_at is not None and self.index == self.fail_at:
             raise RuntimeError(f"scripted crash at {self.index}")
         if self.index >= len(self.items):

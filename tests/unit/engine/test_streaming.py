@@ -14,7 +14,7 @@ from mongocdc.engine.streaming import StreamingTask, StreamOptions
 from mongocdc.errors import DeliveryError
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.offsets.sqlite import SqliteOffsetStore
-from tests.unit.engine import fakes
+from mongocdc.sources.base import Idle
 from tests.unit.engine.fakes import RecordingSink, ScriptedSource, change
 
 
@@ -137,7 +137,7 @@ def test_heartbeats_commit_the_position_of_a_quiet_stream(tmp_path: Path) -> Non
                 if self.index > 4:
                     stop.set()
                 self._position = idle_token
-                return fakes.Idle(idle_token)
+                return Idle(idle_token)
             return super().next()
 
     sink = RecordingSink()

@@ -11,13 +11,14 @@ import pytest
 from bson import Timestamp, json_util
 from bson.raw_bson import RawBSONDocument
 
+from mongocdc.errors import ExitCode, MalformedEventError, UnreachableError
 from mongocdc.events.changes import StreamedChange
 from mongocdc.events.position import Position
+from mongocdc.sources.base import Idle
 from mongocdc.sources.mongo.preimages import check_pre_images, enable_command, images_enabled, needs_images
 from mongocdc.sources.mongo.stream import (
     RAW_CHANGES,
     SPLIT_LARGE_EVENT_STAGE,
-    Idle,
     MongoChangeStreamSource,
     change_stream_pipeline,
     full_document_option,
@@ -196,3 +197,36 @@ def test_images_enabled_reads_list_collections_options() -> None:
     assert not images_enabled({})
     assert not images_enabled(None)
     assert enable_command("c") == 'db.runCommand({collMod: "c", changeStreamPreAndPostImages: {enabled: true}})'
+
+
+# --- events mongocdc cannot read ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("items", "says"),
+    [
+        (
+            [{"_id": {"_data": "8200"}, "operationType": "insert", "ns": {"db": "inventory", "coll": "orders"}}],
+            "no 'clusterTime' field",
+        ),
+        ("split out of order", "fragment"),
+    ],
+)
+def test_a_malformed_change_event_stops_the_stream_with_its_own_error(items: Any, says: str) -> None:
+    """Exit 1, not 4: MongoDB answered, and waiting or retrying would meet the same event again."""
+    if items == "split out of order":
+        items = [recorded_fragments()[1]]
+    source = MongoChangeStreamSource(
+        FakeClient(items),  # type: ignore[arg-type]
+        connector="t",
+        scope="database",
+        target="inventory",
+        oversize_mode="split",
+    )
+    source.open(None)
+    with pytest.raises(MalformedEventError) as caught:
+        source.next()
+    assert says in caught.value.message and "cannot read" in caught.value.message
+    assert caught.value.exit_code == ExitCode.UNEXPECTED == 1
+    assert not isinstance(caught.value, UnreachableError)
+    assert caught.value.hint is not None and "not committed past it" in caught.value.hint

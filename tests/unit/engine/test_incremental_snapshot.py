@@ -1,0 +1,294 @@
+"""The incremental snapshotter driven by the streaming task: what it returns per item, the Kafka channel's
+reads and commits, and its progress in the committed offset (a model collection and change stream, no I/O)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from mongocdc.engine.incremental import IncrementalSnapshotState, WindowState
+from mongocdc.engine.incremental_snapshot import NOTHING, BlockingSnapshot, IncrementalSnapshotter, Step
+from mongocdc.engine.source_offset import SourceOffset
+from mongocdc.engine.streaming import StreamingTask, StreamOptions
+from mongocdc.events.changes import SignalChange, StreamedChange, convert_change
+from mongocdc.events.envelope import EnvelopeCodec
+from mongocdc.events.position import Position
+from mongocdc.events.signals import PauseSnapshot, Signal, WindowClose, WindowOpen, parse_signal, serialize_signal
+from mongocdc.offsets.memory import MemoryOffsetStore
+from mongocdc.sources.base import Idle, StreamItem
+from tests.unit.engine.fakes import RecordingSink, change
+from tests.unit.engine.test_incremental import matches, sort_key
+
+NS = "shop.orders"
+
+
+class Model:
+    """``shop.orders`` with integer ``_id``s, and one change stream over it and the signal collection.
+
+    It is the snapshotter's chunk reader and watermark writer; the change stream is a queue the
+    writer appends to (as MongoDB does with the watermark inserts) and the test's writes too.
+    """
+
+    def __init__(self, ids: Sequence[int]) -> None:
+        self.documents = {i: {"_id": i, "v": 0} for i in ids}
+        self.stream: deque[StreamItem] = deque()
+        self.watermarks: list[Position] = []
+        self.sec = 1000
+
+    def position(self) -> Position:
+        self.sec += 1
+        return Position(self.sec, 1, Position.token_bytes({"_data": f"{self.sec:08d}"}))
+
+    # the change stream's view of the signal collection
+    def signal(self, document: Mapping[str, Any], operation: str = "insert") -> None:
+        self.stream.append(SignalChange(operation, document, document["_id"], self.position()))
+
+    def update_next(self, doc_id: int) -> None:
+        """Another client updates ``doc_id``; the change is the next the stream delivers."""
+        self.documents[doc_id]["v"] += 1
+        raw = change(doc_id, "update")
+        raw["fullDocument"] = dict(self.documents[doc_id])
+        item = convert_change(raw, rs="rs0")
+        assert isinstance(item, StreamedChange)
+        self.stream.appendleft(StreamedChange(item.event, self.position()))
+
+    # ChunkReader
+    def maximum_key(self, namespace: str, query: Mapping[str, Any]) -> tuple[bool, Any]:
+        assert namespace == NS and not query
+        return (True, max(self.documents)) if self.documents else (False, None)
+
+    def chunk(self, namespace: str, query: Mapping[str, Any], limit: int) -> list[Mapping[str, Any]]:
+        ids = sorted((i for i in self.documents if matches(query, i)), key=sort_key)[:limit]
+        return [dict(self.documents[i]) for i in ids]
+
+    # WatermarkWriter
+    def write_watermark(self, kind: Any, chunk_id: str, strategy: Any = "insert_insert") -> str:
+        signal = WindowOpen.for_chunk(chunk_id) if kind == "open" else WindowClose.for_chunk(chunk_id)
+        self.signal(serialize_signal(signal))
+        self.watermarks.append(self.stream[-1].position)
+        return signal.id
+
+
+class ModelSource:
+    """The model's change stream as a ``ChangeSource``: ``Idle`` when nothing is queued, a stop after a few."""
+
+    def __init__(self, model: Model, stop: threading.Event, idle_stop: int = 3) -> None:
+        self.model = model
+        self.stop = stop
+        self.idle_stop = idle_stop
+        self.idles = 0
+        self._position: Position | None = None
+        self.reconnects = 0
+        self.elections = 0
+
+    def open(self, start: Position | None) -> None:
+        self._position = start or self.model.position()
+
+    def next(self) -> StreamItem:
+        if self.model.stream:
+            item = self.model.stream.popleft()
+            self._position = item.position
+            return item
+        self.idles += 1
+        if self.idles >= self.idle_stop:
+            self.stop.set()
+        assert self._position is not None
+        return Idle(self._position)
+
+    @property
+    def position(self) -> Position | None:
+        return self._position
+
+    def close(self) -> None:
+        pass
+
+
+class FakeKafkaSignals:
+    def __init__(self) -> None:
+        self.waiting: list[Signal] = []
+        self.polls = 0
+        self.commits = 0
+        self.closed = 0
+
+    def poll(self, timeout: float = 0.0, max_records: int = 100) -> list[Signal]:
+        self.polls += 1
+        signals, self.waiting = self.waiting, []
+        return signals
+
+    def commit(self) -> None:
+        self.commits += 1
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def snapshotter(model: Model, **kwargs: Any) -> IncrementalSnapshotter:
+    return IncrementalSnapshotter(reader=model, writer=model, captured=lambda: [NS, "shop.other"], **kwargs)
+
+
+def execute(signal_id: str, snapshot_type: str = "incremental") -> dict[str, Any]:
+    return {"_id": signal_id, "type": "execute-snapshot", "data": {"data-collections": [NS], "type": snapshot_type}}
+
+
+def test_reads_come_back_at_the_close_watermark_without_the_keys_changed_inside_the_window() -> None:
+    model = Model(range(6))
+    snap = snapshotter(model, chunk_size=4)
+    model.signal(execute("s1"))
+    assert snap.on_item(model.stream.popleft()) is NOTHING  # starts: open watermark, first chunk, close watermark
+    assert snap.state is not None and snap.state.snapshot_id == "s1"
+    reads: list[Any] = []
+    while model.stream:
+        step = snap.on_item(model.stream.popleft())
+        assert step.blocking == ()
+        reads += [document["_id"] for namespace, document in step.reads if namespace == NS]
+        if snap.window.state is WindowState.OPEN and len(snap.window) == 4:
+            model.update_next(2)  # changed inside the window of 0-3: the stream's event wins, the read is dropped
+    assert reads == [0, 1, 3, 4, 5]
+    assert snap.state is None and snap.completed_id == "s1"
+
+
+def test_a_blocking_snapshot_is_returned_to_the_streaming_task() -> None:
+    model = Model(range(3))
+    snap = snapshotter(model)
+    model.signal(execute("b1", "blocking"))
+    assert snap.on_item(model.stream.popleft()) == Step(blocking=(BlockingSnapshot("b1", (NS,)),))
+    assert snap.state is None and not model.stream  # no incremental snapshot, no watermark
+
+
+def test_the_kafka_channel_is_read_at_most_every_poll_interval_and_committed_after_the_step() -> None:
+    model = Model(range(3))
+    kafka = FakeKafkaSignals()
+    now = [0.0]
+    snap = snapshotter(model, kafka_signals=kafka, signal_poll_interval_s=5.0, clock=lambda: now[0])
+    idle = Idle(model.position())
+    for _ in range(10):
+        snap.on_item(idle)
+    assert kafka.polls == 1
+    kafka.waiting = [parse_signal(execute("k1"))]
+    now[0] = 4.9
+    snap.on_item(idle)
+    assert kafka.polls == 1 and snap.state is None
+    now[0] = 5.0
+    snap.on_item(idle)
+    assert kafka.polls == 2 and snap.state is not None and snap.state.snapshot_id == "k1"
+    assert kafka.commits == 0  # the step of that item is not carried out yet
+    snap.on_item(idle)
+    assert kafka.commits == 1
+    kafka.waiting = [PauseSnapshot("k2")]
+    now[0] = 10.0
+    snap.on_item(idle)
+    assert snap.state is not None and snap.state.paused
+    snap.close(carried_out=True)  # a graceful stop: the last step was carried out
+    assert kafka.commits == 2 and kafka.closed == 1
+    kafka.waiting = [PauseSnapshot("k3")]
+    snap.on_item(idle)  # read again at once after a close
+    assert kafka.polls == 4
+    snap.close(carried_out=False)  # stopping on an error: read again after a restart
+    assert kafka.commits == 2 and kafka.closed == 2
+
+
+def run_stream(
+    model: Model,
+    snap: IncrementalSnapshotter,
+    store: MemoryOffsetStore,
+    *,
+    flush_interval_s: float = 0.0,
+    blocking: Any = None,
+    stop_at_reads: int | None = None,
+) -> RecordingSink:
+    stop = threading.Event()
+    sink = RecordingSink()
+
+    class Source(ModelSource):
+        def next(self) -> StreamItem:
+            if stop_at_reads is not None and len(reads_of(sink)) >= stop_at_reads:
+                self.stop.set()
+                assert self._position is not None
+                return Idle(self._position)
+            return super().next()
+
+    StreamingTask(
+        Source(model, stop),
+        sink,
+        store,
+        EnvelopeCodec("app"),
+        StreamOptions("c1", "rs0", flush_interval_s=flush_interval_s),
+        stop=stop,
+        snapshotter=snap,
+        blocking_snapshot=blocking,
+    ).run()
+    return sink
+
+
+def reads_of(sink: RecordingSink) -> list[int]:
+    values = [json.loads(v) for _, _, v in sink.records if v is not None]
+    reads = [v for v in values if v["op"] == "r" and v["source"]["snapshot"] == "incremental"]
+    return [json.loads(v["after"])["_id"] for v in reads]
+
+
+def test_the_progress_is_encoded_only_when_an_offset_is_committed(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[str] = []
+    to_offset = IncrementalSnapshotState.to_offset
+
+    def counting(state: IncrementalSnapshotState) -> dict[str, Any]:
+        encoded.append(state.snapshot_id)
+        return to_offset(state)
+
+    monkeypatch.setattr(IncrementalSnapshotState, "to_offset", counting)
+    model = Model(range(10))
+    store = MemoryOffsetStore()
+    model.signal(execute("s1"))
+    sink = run_stream(model, snapshotter(model, chunk_size=3), store, flush_interval_s=3600)
+    assert reads_of(sink) == list(range(10))
+    assert encoded == []  # one commit, at the graceful stop, after the snapshot completed
+    stored = SourceOffset.from_record(store.load("c1", "rs0") or {})
+    assert stored.incremental is None and stored.completed_incremental == "s1"
+
+
+def test_progress_committed_mid_snapshot_continues_after_a_restart() -> None:
+    model = Model(range(10))
+    store = MemoryOffsetStore()
+    model.signal(execute("s1"))
+    # a graceful stop once the first chunk's reads were emitted, with the second chunk's window in flight
+    sink = run_stream(model, snapshotter(model, chunk_size=3), store, stop_at_reads=3)
+    assert reads_of(sink) == [0, 1, 2]
+    stored = SourceOffset.from_record(store.load("c1", "rs0") or {})
+    assert stored.incremental is not None and stored.incremental.last_key == 2
+    # The restarted stream replays the in-flight chunk's watermarks (written after the stored position):
+    # they are stale and ignored, and that chunk is read again.
+    assert len(model.stream) == 2
+    sink = run_stream(model, snapshotter(model, chunk_size=3), store)
+    assert reads_of(sink) == [3, 4, 5, 6, 7, 8, 9]
+    assert SourceOffset.from_record(store.load("c1", "rs0") or {}).completed_incremental == "s1"
+
+
+def test_the_streaming_task_runs_blocking_snapshots_and_says_when_it_cannot(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    model = Model(range(3))
+    model.signal(execute("b1", "blocking"))
+    ran: list[Sequence[str]] = []
+    run_stream(model, snapshotter(model), MemoryOffsetStore(), blocking=ran.append)
+    assert ran == [(NS,)]
+    assert "blocking snapshot done: streaming resumes" in caplog.text
+    model.signal(execute("b2", "blocking"))
+    run_stream(model, snapshotter(model), MemoryOffsetStore())
+    assert "signal b2: blocking snapshots are not available here" in caplog.text
+
+
+def test_reads_are_emitted_at_the_position_of_the_close_watermark() -> None:
+    model = Model(range(2))
+    model.signal(execute("s1"))
+    sink = run_stream(model, snapshotter(model), MemoryOffsetStore())
+    values = [json.loads(v) for _, _, v in sink.records if v is not None]
+    close = model.watermarks[-1]
+    assert {(v["source"]["ts_ms"], v["source"]["ord"]) for v in values if v["op"] == "r"} == {
+        (close.sec * 1000, close.ord)
+    }
