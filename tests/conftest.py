@@ -1,7 +1,9 @@
-"""Session-wide real services: one Kafka broker and one MongoDB server per test run.
+"""What the whole suite shares: the real services, the Spark session and a configuration-free environment.
 
-``MONGOCDC_TEST_KAFKA_BOOTSTRAP`` and ``MONGOCDC_TEST_MONGODB_URI`` point the suite at
-existing services instead (a real replica set, a real Kafka cluster).
+One Kafka broker and one MongoDB server per test run; ``MONGOCDC_TEST_KAFKA_BOOTSTRAP`` (and
+``MONGOCDC_TEST_KAFKA_BOOTSTRAP_2`` for the replication tests' second cluster) and
+``MONGOCDC_TEST_MONGODB_URI`` point the suite at existing services instead (a real replica set, a
+real Kafka cluster).
 """
 
 from __future__ import annotations
@@ -9,18 +11,48 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from tests.services.kafka import KafkaBroker
+    from tests.spark_support import SharedSession
+
 KAFKA_ENV = "MONGOCDC_TEST_KAFKA_BOOTSTRAP"
+SECOND_KAFKA_ENV = "MONGOCDC_TEST_KAFKA_BOOTSTRAP_2"
 MONGO_ENV = "MONGOCDC_TEST_MONGODB_URI"
 
 
-@pytest.fixture(scope="session")
-def kafka_bootstrap() -> Iterator[str]:
-    """Bootstrap address of a real Kafka broker (3 partitions per auto-created topic)."""
-    existing = os.environ.get(KAFKA_ENV)
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Nothing of the user's configuration reaches an in-process command: no ``MONGOCDC_*`` variables
+    (the suite's own ``MONGOCDC_TEST_*`` stay), and the working directory is the test's ``tmp_path``
+    (relative paths such as the default offsets file land there). Modules that run commands use it with
+    ``pytestmark = pytest.mark.usefixtures("clean_env")``; a fixture that sets ``MONGOCDC_*`` variables
+    asks for it, so that it runs first."""
+    for key in list(os.environ):
+        if key.startswith("MONGOCDC_") and not key.startswith("MONGOCDC_TEST_"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def fast_retries(clean_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process commands give up on an unreachable service after two quick attempts (``connect.*``,
+    ``mongodb.server.selection.timeout.ms``); set after ``clean_env``, which would remove them."""
+    monkeypatch.setenv("MONGOCDC_CONNECT_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("MONGOCDC_CONNECT_BACKOFF_INITIAL_DELAY_MS", "10")
+    monkeypatch.setenv("MONGOCDC_CONNECT_TIMEOUT_MS", "300")
+    monkeypatch.setenv("MONGOCDC_MONGODB_SERVER_SELECTION_TIMEOUT_MS", "200")
+
+
+# --- Kafka ------------------------------------------------------------------------------------
+
+
+def _shared_broker(env: str) -> Iterator[str]:
+    """The bootstrap address ``env`` names, else that of a broker started for the whole run."""
+    existing = os.environ.get(env)
     if existing:
         yield existing
         return
@@ -28,6 +60,41 @@ def kafka_bootstrap() -> Iterator[str]:
 
     with KafkaBroker(num_partitions=3) as broker:
         yield broker.bootstrap
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """Bootstrap address of a real Kafka broker (3 partitions per auto-created topic); cluster A of the
+    replication tests."""
+    yield from _shared_broker(KAFKA_ENV)
+
+
+@pytest.fixture(scope="session")
+def second_kafka() -> Iterator[str]:
+    """Bootstrap address of a second, independent Kafka cluster (B of the replication tests)."""
+    yield from _shared_broker(SECOND_KAFKA_ENV)
+
+
+@pytest.fixture(scope="module")
+def _module_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    from tests.services.kafka import KafkaBroker
+
+    with KafkaBroker(num_partitions=3, data_dir=tmp_path_factory.mktemp("kafka-own")) as broker:
+        yield broker
+
+
+@pytest.fixture
+def own_kafka(_module_broker: KafkaBroker) -> Iterator[KafkaBroker]:
+    """A broker of the test module's own (3 partitions, its data kept across restarts), for tests that halt
+    it and start it again; it is running when each test starts and after each test ends."""
+    if not _module_broker.running:
+        _module_broker.start()
+    yield _module_broker
+    if not _module_broker.running:
+        _module_broker.start()
+
+
+# --- MongoDB ----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -53,6 +120,9 @@ def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.uri
 
 
+# --- Spark ------------------------------------------------------------------------------------
+
+
 @pytest.fixture(scope="session")
 def spark_ivy_dir() -> Path:
     """Ivy directory holding the Spark job's Maven packages (filled by scripts/bootstrap)."""
@@ -62,13 +132,20 @@ def spark_ivy_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark(spark_ivy_dir: Path) -> Iterator[Any]:
-    """The one local[2] SparkSession every Spark test shares (Kafka source and Delta Lake loaded, UI off)."""
-    from tests.spark_support import start_session
+def spark_sessions(spark_ivy_dir: Path) -> Iterator[SharedSession]:
+    """The run's one local[2] SparkSession (Kafka source and Delta Lake loaded, UI off), built on first use."""
+    from tests.spark_support import SharedSession
 
-    session = start_session(spark_ivy_dir)
-    yield session
-    session.stop()
+    shared = SharedSession(spark_ivy_dir)
+    yield shared
+    shared.stop()
+
+
+@pytest.fixture
+def spark(spark_sessions: SharedSession) -> Any:
+    """The shared SparkSession, checked before each test and repaired or rebuilt when an earlier test broke it
+    (``SharedSession.get``), so one test interrupted inside a Spark call does not fail every later one."""
+    return spark_sessions.get()
 
 
 @pytest.fixture(autouse=True)

@@ -1,12 +1,14 @@
 """The shared local Spark session of the Spark tests, and helpers to feed the job Kafka-shaped rows.
 
-One ``local[2]`` session per test run (``spark`` fixture in tests/conftest.py): each cold start
-costs seconds. The Kafka source and Delta Lake come from the Ivy directory scripts/bootstrap
-fills (``.cache/spark/ivy``, or ``$MONGOCDC_TEST_CACHE_DIR/spark/ivy``), so tests never download.
+One ``local[2]`` session per test run (:class:`SharedSession`, behind the ``spark`` fixture in
+tests/conftest.py): each cold start costs seconds. The Kafka source and Delta Lake come from the Ivy
+directory scripts/bootstrap fills (``.cache/spark/ivy``, or ``$MONGOCDC_TEST_CACHE_DIR/spark/ivy``), so
+tests never download. Records are built by the real :class:`EnvelopeCodec` (:func:`envelope`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -63,6 +65,84 @@ def start_session(ivy: Path) -> Any:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+class SharedSession:
+    """The run's one Spark session: checked before every Spark test, repaired or rebuilt when broken.
+
+    What broke it before: pytest-timeout interrupts a test by raising from a signal handler, and when
+    that happens inside a py4j call, the calling thread's gateway connection is never handed back
+    (py4j catches ``Exception``, and pytest's ``Failed`` is a ``BaseException``) and is never closed
+    either, because the failure's traceback keeps it alive. The JVM still answers the interrupted
+    call on it, so every later call on that thread read the answer of the call before it: every later
+    Spark test failed (``KeyError: 'p'``, ``ClassNotFoundException … setActiveSession``).
+
+    :meth:`get`, which the ``spark`` fixture calls before each test, therefore first closes this
+    thread's connection (py4j opens a fresh one for the next call, and the JVM drops the answer
+    nobody reads), cancels the jobs an interrupted call may have left running, and asks the context
+    whether it is stopped. A session that does not answer ``False`` (its JVM died, its context was
+    stopped) is discarded with its JVM, and a new JVM and session are started.
+    """
+
+    def __init__(self, ivy: Path) -> None:
+        self.ivy = ivy
+        self.rebuilds = 0
+        """How many times a broken session was replaced (the first start does not count)."""
+        self._session: Any = None
+
+    def get(self) -> Any:
+        """A working session: the current one when it answers, else a new one."""
+        if self._session is not None and not _answers(self._session):
+            self._discard()
+            self.rebuilds += 1
+        if self._session is None:
+            self._session = start_session(self.ivy)
+        return self._session
+
+    def stop(self) -> None:
+        """Stop the session at the end of the run (or end its JVM when it no longer answers)."""
+        if self._session is None:
+            return
+        if _answers(self._session):
+            self._session.stop()
+            self._session = None
+        else:
+            self._discard()
+
+    def _discard(self) -> None:
+        """Forget the session and end its JVM without a call to it: the gateway may not answer in turn."""
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession, SQLContext
+
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            proc = getattr(gateway, "proc", None)  # the spark-submit process, which exec'd the JVM
+            if proc is not None:
+                proc.kill()
+                proc.wait(60)
+            with contextlib.suppress(Exception):
+                gateway.close()  # this side's sockets and its callback server
+        context = SparkContext._active_spark_context
+        if context is not None and getattr(context, "_accumulatorServer", None) is not None:
+            context._accumulatorServer.shutdown()
+        SparkContext._gateway = SparkContext._jvm = SparkContext._active_spark_context = None  # type: ignore[assignment]
+        SparkSession._instantiatedSession = SparkSession._activeSession = None
+        SQLContext._instantiatedContext = None
+        self._session = None
+
+
+def _answers(session: Any) -> bool:
+    """Whether ``session`` answers in turn on a fresh connection and its context is running."""
+    try:
+        context = session.sparkContext
+        client = context._gateway._gateway_client
+        connection = client.get_thread_connection() if hasattr(client, "get_thread_connection") else None
+        if connection is not None:
+            connection.close()  # the next call opens a new one; an unread answer stays on the old one
+        context.cancelAllJobs()
+        return context._jsc.sc().isStopped() is False
+    except Exception:  # a dead JVM, a stopped context (``_jsc`` is None): rebuild
+        return False
 
 
 # --- Kafka-shaped records -------------------------------------------------------------------

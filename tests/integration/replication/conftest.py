@@ -1,7 +1,8 @@
-"""Two Kafka clusters side by side for the replication tests, and helpers to fill and read them.
+"""Helpers to fill and read the two Kafka clusters of the replication tests.
 
-``kafka_bootstrap`` (the suite's broker) is cluster A; ``second_kafka`` is cluster B, one more broker
-per test run (or ``MONGOCDC_TEST_KAFKA_BOOTSTRAP_2``). Tests that stop a broker start their own.
+The clusters are fixtures of tests/conftest.py: ``kafka_bootstrap`` (the suite's broker) is cluster A,
+``second_kafka`` cluster B, one more broker per test run (or ``MONGOCDC_TEST_KAFKA_BOOTSTRAP_2``); a test
+that stops a broker uses ``own_kafka``, a broker of its module's own.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,21 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.helpers import CliProcess, read_topic, wait_until
 
-SECOND_KAFKA_ENV = "MONGOCDC_TEST_KAFKA_BOOTSTRAP_2"
 PROVENANCE = "mongocdc.provenance"
-
-
-@pytest.fixture(scope="session")
-def second_kafka() -> Iterator[str]:
-    """Bootstrap address of a second, independent Kafka cluster (B)."""
-    existing = os.environ.get(SECOND_KAFKA_ENV)
-    if existing:
-        yield existing
-        return
-    from tests.services.kafka import KafkaBroker
-
-    with KafkaBroker(num_partitions=3) as broker:
-        yield broker.bootstrap
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,17 +28,9 @@ from tests.integration.replication.conftest import (
     start_replicator,
     write_config,
 )
+from tests.services.kafka import KafkaBroker
 
 pytestmark = pytest.mark.kafka
-
-
-@pytest.fixture(scope="module")
-def primary(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """Cluster A, a broker of this module's own: the test halts and restarts it."""
-    from tests.services.kafka import KafkaBroker
-
-    with KafkaBroker(num_partitions=3, data_dir=tmp_path_factory.mktemp("kafka-a")) as broker:
-        yield broker
 
 
 def wait_for_checkpoint(bootstrap: str, topic: str, group: str, offsets: dict[int, int], config: Path) -> None:
@@ -60,8 +51,9 @@ def translate(config: Path, *args: str) -> dict[str, object]:
     return report
 
 
-def test_failover_to_the_secondary_and_back(primary: object, second_kafka: str, tmp_path: Path) -> None:
-    a = primary.bootstrap  # type: ignore[attr-defined]
+def test_failover_to_the_secondary_and_back(own_kafka: KafkaBroker, second_kafka: str, tmp_path: Path) -> None:
+    primary = own_kafka  # cluster A: the test halts and restarts it
+    a = primary.bootstrap
     b = second_kafka
     topic, group = f"orders-{uuid.uuid4().hex[:8]}", f"billing-{uuid.uuid4().hex[:6]}"
     config = write_config(tmp_path)
@@ -88,7 +80,7 @@ def test_failover_to_the_secondary_and_back(primary: object, second_kafka: str, 
     assert any(key["topic"] == topic for key, _ in admin_topics)
 
     # --- A goes down: translate from the checkpoints on B and move the group --------------
-    primary.halt()  # type: ignore[attr-defined]
+    primary.halt()
     report = translate(config, "--group", group, "--source", a, "--target", b, "--apply")
     assert report["source_reachable"] is False and report["action"] == "written"
     rows = report["partitions"]
@@ -110,7 +102,7 @@ def test_failover_to_the_secondary_and_back(primary: object, second_kafka: str, 
     # --- producers move to B; A comes back; B → A copies only what is new -------------------
     during = make_records("b", 50, start_ts=1_710_000_000_000)
     produce(b, topic, during)
-    primary.start()  # type: ignore[attr-defined]
+    primary.start()
     back = start_replicator(config, b, a, topic, f"b-to-a-{uuid.uuid4().hex[:6]}", "--groups", group)
     try:
         wait_until(lambda: count_records(a, topic) == 350, "the 50 new records on A", timeout=90)

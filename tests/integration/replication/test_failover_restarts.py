@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,28 +35,11 @@ from tests.integration.replication.conftest import (
     start_replicator,
     write_config,
 )
+from tests.services.kafka import KafkaBroker
 
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 4
-
-
-@pytest.fixture(scope="module")
-def cluster_a(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Cluster A, a broker of this module's own: each test halts it (the failover) and it comes back for the next."""
-    from tests.services.kafka import KafkaBroker
-
-    with KafkaBroker(num_partitions=3, data_dir=tmp_path_factory.mktemp("kafka-a")) as broker:
-        yield broker
-
-
-@pytest.fixture
-def a(cluster_a: Any) -> Iterator[Any]:
-    if not cluster_a.running:
-        cluster_a.start()
-    yield cluster_a
-    if not cluster_a.running:
-        cluster_a.start()
 
 
 def statuses(proc: CliProcess) -> list[dict[str, Any]]:
@@ -92,9 +74,9 @@ def check_report(report: dict[str, Any], again: dict[int, int], committed: dict[
 
 @pytest.mark.parametrize("restart", ["sigterm", "sigterm-during", "kill", "kill-after-commit"])
 def test_failover_after_a_restart_misses_nothing_and_counts_what_is_read_again(
-    a: Any, second_kafka: str, java_reader: JavaGroupReader, tmp_path: Path, restart: str
+    own_kafka: KafkaBroker, second_kafka: str, java_reader: JavaGroupReader, tmp_path: Path, restart: str
 ) -> None:
-    b = second_kafka
+    a, b = own_kafka, second_kafka  # A: each test halts it (the failover), and it is back for the next
     protocol = "consumer" if restart == "kill" else "classic"  # the Java group: KIP-848's protocol in one case
     topic = f"rs-{restart}-{uuid.uuid4().hex[:8]}"
     java_group, python_group = f"java-{uuid.uuid4().hex[:6]}", f"py-{uuid.uuid4().hex[:6]}"

@@ -13,7 +13,6 @@ import json
 import signal
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +31,12 @@ from tests.integration.replication.conftest import (
     start_replicator,
     write_config,
 )
+from tests.services.kafka import KafkaBroker
 
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 3
 SHUTDOWN_TIMEOUT = 4
-
-
-@pytest.fixture(scope="module")
-def cluster_b(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Cluster B, a broker of this module's own: the test halts it under the replicator and brings it back."""
-    from tests.services.kafka import KafkaBroker
-
-    with KafkaBroker(num_partitions=3, data_dir=tmp_path_factory.mktemp("kafka-b")) as broker:
-        yield broker
 
 
 def statuses(proc: CliProcess) -> list[dict[str, Any]]:
@@ -60,8 +51,9 @@ def copied(proc: CliProcess) -> int:
 
 
 def test_sigterm_with_the_target_down_stops_within_the_timeout_and_commits_only_what_was_acknowledged(
-    kafka_bootstrap: str, cluster_b: Any, tmp_path: Path
+    kafka_bootstrap: str, own_kafka: KafkaBroker, tmp_path: Path
 ) -> None:
+    cluster_b = own_kafka  # the test halts it under the replicator and brings it back
     a, b = kafka_bootstrap, cluster_b.bootstrap
     topic, name, group = f"down-{uuid.uuid4().hex[:8]}", f"down-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
     create_topic(a, topic, PARTITIONS)

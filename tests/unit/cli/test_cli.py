@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
@@ -30,12 +29,7 @@ GROUPS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("MONGOCDC_") and not key.startswith("MONGOCDC_TEST_"):
-            monkeypatch.delenv(key)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def test_help_lists_every_command_group(capsys: pytest.CaptureFixture[str]) -> None:
@@ -180,14 +174,6 @@ def test_each_error_class_maps_to_its_exit_code_with_message_and_hint(
     assert run(["config", "show"]) == code
     err = capsys.readouterr().err
     assert err == "error: what went wrong at mongodb://u:********@db1/\nhint: what to do next\n"
-
-
-@pytest.fixture
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MONGOCDC_CONNECT_MAX_ATTEMPTS", "2")
-    monkeypatch.setenv("MONGOCDC_CONNECT_BACKOFF_INITIAL_DELAY_MS", "10")
-    monkeypatch.setenv("MONGOCDC_CONNECT_TIMEOUT_MS", "300")
-    monkeypatch.setenv("MONGOCDC_MONGODB_SERVER_SELECTION_TIMEOUT_MS", "200")
 
 
 @pytest.mark.usefixtures("fast_retries")

@@ -44,12 +44,7 @@ transforms.unwrap.type=io.debezium.connector.mongodb.transforms.ExtractNewDocume
 """
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("MONGOCDC_") and not key.startswith("MONGOCDC_TEST_"):
-            monkeypatch.delenv(key)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

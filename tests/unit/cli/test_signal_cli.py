@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,12 +16,7 @@ from mongocdc.events.signals import ExecuteSnapshot, LogSignal, PauseSnapshot, S
 SEND = ["signal", "send"]
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("MONGOCDC_") and not key.startswith("MONGOCDC_TEST_"):
-            monkeypatch.delenv(key)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 @pytest.fixture
@@ -262,7 +255,7 @@ def test_write_refused_for_lack_of_privileges_exits_3_with_the_role_to_grant(
     assert _RefusingClient.closed
 
 
-@pytest.mark.usefixtures("fast_kafka_failure")
+@pytest.mark.usefixtures("fast_retries")
 def test_unreachable_kafka_exits_4(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONGOCDC_SIGNAL_ENABLED_CHANNELS", "kafka")
     argv = ["log", "-m", "hi", "--topic-prefix", "p", "--bootstrap-servers", "127.0.0.1:9"]
@@ -270,13 +263,6 @@ def test_unreachable_kafka_exits_4(capsys: pytest.CaptureFixture[str], monkeypat
     err = capsys.readouterr().err
     assert "error: Kafka at 127.0.0.1:9 is unreachable after 2 attempts" in err
     assert "hint: check signal.kafka.bootstrap.servers (or kafka.bootstrap.servers)" in err
-
-
-@pytest.fixture
-def fast_kafka_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MONGOCDC_CONNECT_MAX_ATTEMPTS", "2")
-    monkeypatch.setenv("MONGOCDC_CONNECT_BACKOFF_INITIAL_DELAY_MS", "10")
-    monkeypatch.setenv("MONGOCDC_CONNECT_TIMEOUT_MS", "300")
 
 
 def test_every_signal_command_and_option_has_help(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,7 @@ TOKEN = base64.b64encode(bson.encode({"_data": "8269A1B2C3000000032B042C0100296E
 KEY = debezium_key("dbz", "app")
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("MONGOCDC_") and not key.startswith("MONGOCDC_TEST_"):
-            monkeypatch.delenv(key)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 @pytest.fixture

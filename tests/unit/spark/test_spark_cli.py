@@ -23,13 +23,7 @@ from mongocdc.spark.options import (
     path_segment,
 )
 
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("MONGOCDC_") and not key.startswith("MONGOCDC_TEST_"):
-            monkeypatch.delenv(key)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def config(tmp_path: Path, extra: str = "") -> Path:
