@@ -18,7 +18,7 @@ from mongocdc.config import load_settings
 if TYPE_CHECKING:
     from mongocdc.config import Settings
     from mongocdc.replication.failover import TranslationReport
-    from mongocdc.replication.mirror import ReplicationStats
+    from mongocdc.replication.status import ReplicationStats
 
 log = logging.getLogger("mongocdc.replicate")
 

@@ -4,9 +4,9 @@ librdkafka queues records locally and raises ``BufferError`` when the queue is f
 (``queue.buffering.max.messages``/``kbytes``). ``produce`` then serves delivery reports (which make room)
 until the record fits: the owner's failures (``fail``) end the wait, so does ``on_full`` (called with when
 the wait began, it may raise: a stop was asked for), and so does ``room_timeout_s`` when set. Delivery
-reports go to each record's ``on_delivery`` callback (or the ``on_delivery`` of ``forced``), served by
-``poll`` and ``flush`` on the caller's thread; ``delivery_failed`` turns a failed report into the owner's
-failure.
+reports go to each record's ``on_delivery`` callback, served by ``poll`` and ``flush`` on the caller's
+thread; ``delivery_failed`` turns a failed report into the kept failure, which is all that happens to the
+report of a record produced without a callback of its own.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class KafkaProducer(KafkaClient):
         note: str = "",
         redo: str = "",
     ) -> None:
+        forced = {"on_delivery": self._keep_failure, **(forced or {})}
         super().__init__(
             Producer, settings, endpoint, defaults=defaults, forced=forced, purpose=purpose, timeout_s=timeout_s
         )
@@ -118,6 +119,11 @@ class KafkaProducer(KafkaClient):
     ) -> Exception:
         record = f"the record for key {show_key(key)} in {topic}" + (f"[{partition}]" if partition >= 0 else "")
         return self.endpoint.produce_failed(exc, record, len(value or b""), note=self.note, redo=self.redo)
+
+    def _keep_failure(self, err: KafkaError | None, msg: Any) -> None:
+        """The delivery report of a record produced without an ``on_delivery`` of its own: a failure is kept."""
+        if err is not None:
+            self.delivery_failed(err, msg)
 
     def delivery_failed(self, err: KafkaError, msg: Any) -> None:
         """Keep the failure of a delivery report (for ``check``): a callback's answer to an error."""

@@ -30,6 +30,7 @@ from mongocdc.kafka.consumer import KafkaConsumer
 from mongocdc.kafka.errors import Endpoint
 from mongocdc.kafka.producer import KafkaProducer
 from mongocdc.offsets.base import OffsetRecord
+from mongocdc.offsets.connect import parse_connect_key
 from mongocdc.retry import Backoff
 
 log = logging.getLogger("mongocdc.kafka")
@@ -53,21 +54,12 @@ def record_key(connector: str, partition: str) -> bytes:
 
 def parse_key(raw: bytes | None) -> tuple[str, str] | None:
     """``(connector, partition)`` of a key written by :func:`record_key`; ``None`` for any other key."""
-    if raw is None:
+    parsed = parse_connect_key(raw)
+    if parsed is None:
         return None
-    try:
-        key = json.loads(raw)
-    except ValueError:
-        return None
-    if (
-        isinstance(key, list)
-        and len(key) == 2
-        and isinstance(key[0], str)
-        and isinstance(key[1], dict)
-        and set(key[1]) == {"partition"}
-        and isinstance(key[1]["partition"], str)
-    ):
-        return key[0], key[1]["partition"]
+    connector, partition = parsed
+    if set(partition) == {"partition"} and isinstance(partition["partition"], str):
+        return connector, partition["partition"]
     return None
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mongocdc.replication.mirror import YOUNG_GC_THRESHOLD, _fewer_young_collections
+from mongocdc.replication.gc_tuning import YOUNG_GC_THRESHOLD, fewer_young_collections
 
 
 @pytest.fixture
@@ -21,13 +21,13 @@ def default_threshold() -> Iterator[tuple[int, int, int]]:
 
 
 def test_raised_inside_and_restored_after(default_threshold: tuple[int, int, int]) -> None:
-    with _fewer_young_collections():
+    with fewer_young_collections():
         assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, 10, 10)
     assert gc.get_threshold() == default_threshold
 
 
 def test_overlapping_loops_restore_only_when_the_last_ends(default_threshold: tuple[int, int, int]) -> None:
-    first, second = _fewer_young_collections(), _fewer_young_collections()
+    first, second = fewer_young_collections(), fewer_young_collections()
     first.__enter__()
     second.__enter__()
     first.__exit__(None, None, None)  # the first loop ends while the second still runs
@@ -37,7 +37,7 @@ def test_overlapping_loops_restore_only_when_the_last_ends(default_threshold: tu
 
 
 def test_restored_when_the_loop_fails(default_threshold: tuple[int, int, int]) -> None:
-    with pytest.raises(RuntimeError), _fewer_young_collections():
+    with pytest.raises(RuntimeError), fewer_young_collections():
         raise RuntimeError("copy failed")
     assert gc.get_threshold() == default_threshold
 
@@ -47,7 +47,7 @@ def test_a_disabled_or_higher_threshold_is_left_alone() -> None:
     try:
         for threshold in ((0, 10, 10), (50_000, 10, 10)):
             gc.set_threshold(*threshold)
-            with _fewer_young_collections():
+            with fewer_young_collections():
                 assert gc.get_threshold() == threshold
     finally:
         gc.set_threshold(*saved)
