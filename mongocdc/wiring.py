@@ -157,7 +157,7 @@ def change_source(settings: Settings, client: Any, rs_name: str | None, primary_
     without ``changeStreamPreAndPostImages`` gets a warning at start naming the ``collMod``
     command that enables it (instead of ``before: null``, or a failing stream, later).
     """
-    from mongocdc.config.settings import parse_cursor_pipeline
+    from mongocdc.config.queries import parse_cursor_pipeline
     from mongocdc.sources.mongo.preimages import needs_images, warn_missing_pre_images
     from mongocdc.sources.mongo.scan import captured_collections
     from mongocdc.sources.mongo.stream import MongoChangeStreamSource
@@ -198,7 +198,7 @@ def change_source(settings: Settings, client: Any, rs_name: str | None, primary_
 
 def snapshot_fetch_size(settings: Settings) -> int:
     """Documents per snapshot chunk: ``snapshot.fetch.size``, 0 (Debezium's "the server chooses") the default."""
-    from mongocdc.config.settings import DEFAULT_SNAPSHOT_FETCH_SIZE
+    from mongocdc.config.properties import DEFAULT_SNAPSHOT_FETCH_SIZE
 
     return settings.snapshot_fetch_size or DEFAULT_SNAPSHOT_FETCH_SIZE
 

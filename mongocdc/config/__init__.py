@@ -19,6 +19,7 @@ from mongocdc.config.loading import (
     load_settings,
     parse_offsets_spec,
 )
+from mongocdc.config.namespaces import SYSTEM_DATABASES
 from mongocdc.config.properties import (
     ENV_PREFIX,
     CaptureMode,
@@ -30,7 +31,7 @@ from mongocdc.config.properties import (
 )
 from mongocdc.config.redaction import REDACTED, is_secret_key, redact_text, redact_uri, redact_value
 from mongocdc.config.reference import render_compat_markdown, render_reference_markdown
-from mongocdc.config.settings import KAFKA_PREFIX, PROPERTIES, SYSTEM_DATABASES, Settings
+from mongocdc.config.settings import KAFKA_PREFIX, PROPERTIES, Settings
 
 __all__ = [
     "CONFIG_FILE_ENV_VAR",

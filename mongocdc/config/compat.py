@@ -491,7 +491,7 @@ JSON_CONVERTER_SETTINGS: Final = frozenset(
 
 def _converter_typo(name: str) -> str:
     """``"; did you mean …"`` when ``name`` is a key or value converter setting misspelt, else ``""``."""
-    from mongocdc.config.settings import did_you_mean
+    from mongocdc.config.suggestions import did_you_mean
 
     side, dot, rest = name.partition(".converter.")
     if not dot or side not in ("key", "value") or rest in JSON_CONVERTER_SETTINGS:

@@ -17,23 +17,17 @@ from typing import Any, Final
 
 from mongocdc.config import compat, providers
 from mongocdc.config.formats import FILE_HINT, read_config_file
+from mongocdc.config.problems import config_error, consistency_problems, describe_invalid
 from mongocdc.config.properties import ENV_PREFIX, env_var_for
-from mongocdc.config.settings import (
-    CLIENT_PREFIXES,
+from mongocdc.config.queries import (
     FILTER_OVERRIDE_PREFIX,
-    KAFKA_PREFIX,
-    PROPERTIES,
-    Settings,
-    client_prefix,
-    config_error,
-    consistency_problems,
-    describe_invalid,
-    did_you_mean,
     filter_override_list_problems,
     filter_override_problem,
     filter_text,
     is_filter_override_key,
 )
+from mongocdc.config.settings import CLIENT_PREFIXES, KAFKA_PREFIX, PROPERTIES, Settings, client_prefix
+from mongocdc.config.suggestions import did_you_mean
 from mongocdc.config.values import InvalidValueError
 from mongocdc.errors import ConfigError
 

@@ -34,6 +34,19 @@ OffsetStorage = Literal["sqlite", "kafka"]
 ConnectionMode = Literal["sharded", "replica_set"]
 OversizeHandlingMode = Literal["fail", "skip", "split"]
 Operation = Literal["c", "u", "d", "t"]
+WatermarkingStrategy = Literal["insert_insert", "insert_delete"]
+"""``incremental.snapshot.watermarking.strategy``: how a chunk's window is marked in the signal collection."""
+FullUpdateType = Literal["lookup", "post_image"]
+"""``capture.mode.full.update.type``: how the ``*_update_full*`` capture modes get the document after an update."""
+PipelineOrder = Literal["internal_first", "user_first"]
+"""``cursor.pipeline.order``: whether mongocdc's own change stream stages or ``cursor.pipeline`` come first."""
+FiltersMatchMode = Literal["regex", "literal"]
+"""``filters.match.mode``: whether the database and collection lists are regular expressions or exact names."""
+
+DEFAULT_SNAPSHOT_FETCH_SIZE: Final = 2048
+"""Documents per snapshot chunk when ``snapshot.fetch.size`` is 0 (Debezium's "let the server choose")."""
+
+DEFAULT_TOPIC_NAMING_STRATEGY: Final = "io.debezium.schema.DefaultTopicNamingStrategy"
 
 
 @dataclass(frozen=True)
@@ -173,6 +186,36 @@ def namespace_problem(namespace: str) -> str | None:
     if collection.startswith("system."):
         return "system.* collections cannot be captured"
     return None
+
+
+def check_topic_naming_strategy(value: str) -> None:
+    if value != DEFAULT_TOPIC_NAMING_STRATEGY:
+        raise InvalidValueError(
+            f"only {DEFAULT_TOPIC_NAMING_STRATEGY} is available: mongocdc names topics <topic.prefix>.<database>."
+            "<collection> as Debezium's default strategy does (another strategy is a Java class it cannot run)"
+        )
+
+
+def check_start_op_time(value: int) -> None:
+    if value != -1 and value >> 32 == 0:
+        raise InvalidValueError(
+            "expected -1 or a BSON timestamp as one number, seconds << 32 | increment (for example "
+            f"{1_700_000_000 << 32} for 2023-11-14 22:13:20 UTC, increment 0)"
+        )
+
+
+def check_auth_source(value: str) -> None:
+    """``mongodb.authsource``: a database name, or ``$external`` (LDAP, Kerberos, X.509 and AWS users)."""
+    reason = None if value == "$external" else database_name_problem(value)
+    if reason is not None:
+        raise InvalidValueError(f"{reason} (for example admin, or $external)")
+
+
+def check_namespace(value: str) -> None:
+    """A ``<database>.<collection>`` name (``signal.data.collection``)."""
+    reason = namespace_problem(value)
+    if reason is not None:
+        raise InvalidValueError(f"{reason} (for example inventory.debezium_signal)")
 
 
 # --- field paths (field.exclude.list, field.renames) ------------------------------

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mongocdc.config.settings import FILTER_OVERRIDE_PREFIX, KAFKA_PREFIX, PROPERTIES
+from mongocdc.config.queries import FILTER_OVERRIDE_PREFIX
+from mongocdc.config.settings import KAFKA_PREFIX, PROPERTIES
 from mongocdc.config.values import ChoiceType
 
 

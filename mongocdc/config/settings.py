@@ -10,54 +10,59 @@ The README's configuration reference is rendered from the same fields.
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from bson import json_util
-from bson.errors import BSONError
-
+from mongocdc.config.frozen_mapping import FrozenMapping
+from mongocdc.config.namespaces import NamespaceFilter
+from mongocdc.config.problems import config_error, consistency_problems, value_problem
 from mongocdc.config.properties import (
+    DEFAULT_SNAPSHOT_FETCH_SIZE,
+    DEFAULT_TOPIC_NAMING_STRATEGY,
     PROPERTY_METADATA_KEY,
     REPLICATION_FACTOR_ACCEPTED,
     CaptureMode,
     CaptureScope,
     ConnectionMode,
+    FiltersMatchMode,
+    FullUpdateType,
     OffsetStorage,
     OversizeHandlingMode,
+    PipelineOrder,
     Property,
     SnapshotMode,
+    WatermarkingStrategy,
+    check_auth_source,
     check_bootstrap_servers,
     check_connection_string,
+    check_namespace,
     check_rename_format,
     check_replication_factor,
+    check_start_op_time,
     check_topic_name,
+    check_topic_naming_strategy,
     check_topic_prefix,
     choice,
-    database_name_problem,
     env_var_for,
     field_path_problem,
     field_rename_problem,
     namespace_problem,
     setting,
 )
-from mongocdc.config.redaction import redact_value
-from mongocdc.config.values import (
-    BoolType,
-    CommaListType,
-    FlagSetType,
-    IntType,
-    InvalidValueError,
-    RegexListType,
-    StringType,
+from mongocdc.config.queries import (
+    FILTER_OVERRIDE_PREFIX,
+    check_cursor_pipeline,
+    filter_override_list_problems,
+    filter_override_problem,
+    is_filter_override_key,
+    parse_filter,
 )
+from mongocdc.config.redaction import redact_value
+from mongocdc.config.suggestions import did_you_mean
+from mongocdc.config.values import BoolType, CommaListType, FlagSetType, IntType, RegexListType, StringType
 from mongocdc.errors import ConfigError
-
-SYSTEM_DATABASES: Final = frozenset({"admin", "config", "local"})
-"""Never captured, whatever the filters say (as in Debezium)."""
 
 KAFKA_PREFIX: Final = "kafka."
 """Properties under this prefix go to librdkafka without it (``kafka.security.protocol`` → ``security.protocol``)."""
@@ -82,12 +87,6 @@ def client_prefix(name: str) -> str | None:
     return None
 
 
-FILTER_OVERRIDE_PREFIX: Final = "snapshot.collection.filter.overrides."
-"""``snapshot.collection.filter.overrides.<database>.<collection>``: the snapshot query of one listed collection."""
-
-FILTER_JSON_OPTIONS: Final = json_util.RELAXED_JSON_OPTIONS.with_options(tz_aware=True, tzinfo=datetime.UTC)
-"""How snapshot filter JSON is read: relaxed extended JSON (``{"$oid": …}``, ``{"$date": …}``), aware datetimes."""
-
 _STRING = StringType()
 _BOOL = BoolType()
 _REGEX_LIST = RegexListType()
@@ -101,77 +100,6 @@ _FIELD_RENAME_LIST = CommaListType("<database>.<collection>.<field path>:<new na
 _OPERATIONS = FlagSetType(("c", "u", "d", "t"))
 _SIGNAL_CHANNELS = FlagSetType(("source", "kafka"))
 _NOTIFICATION_CHANNELS = FlagSetType(("log", "sink"))
-
-WatermarkingStrategy = Literal["insert_insert", "insert_delete"]
-"""``incremental.snapshot.watermarking.strategy``: how a chunk's window is marked in the signal collection."""
-
-
-FullUpdateType = Literal["lookup", "post_image"]
-"""``capture.mode.full.update.type``: how the ``*_update_full*`` capture modes get the document after an update."""
-
-PipelineOrder = Literal["internal_first", "user_first"]
-"""``cursor.pipeline.order``: whether mongocdc's own change stream stages or ``cursor.pipeline`` come first."""
-
-
-def parse_cursor_pipeline(text: str) -> list[dict[str, Any]]:
-    """The stages of ``cursor.pipeline``: a JSON array of aggregation stages (relaxed extended JSON)."""
-    try:
-        stages = json_util.loads(text, json_options=FILTER_JSON_OPTIONS)
-    except (ValueError, TypeError, BSONError) as exc:
-        raise InvalidValueError(f"not valid (extended) JSON: {exc}") from None
-    example = '(for example [{"$match": {"operationType": {"$in": ["insert", "update"]}}}])'
-    if not isinstance(stages, list):
-        raise InvalidValueError(f"expected a JSON array of aggregation stages {example}, not {type(stages).__name__}")
-    for index, stage in enumerate(stages):
-        if not isinstance(stage, dict) or len(stage) != 1 or not str(next(iter(stage))).startswith("$"):
-            raise InvalidValueError(
-                f"stage {index} must be an object with exactly one key naming a stage such as $match, "
-                f"got {json_util.dumps(stage)} {example}"
-            )
-    return stages
-
-
-def check_cursor_pipeline(value: str) -> None:
-    parse_cursor_pipeline(value)
-
-
-DEFAULT_SNAPSHOT_FETCH_SIZE: Final = 2048
-"""Documents per snapshot chunk when ``snapshot.fetch.size`` is 0 (Debezium's "let the server choose")."""
-
-DEFAULT_TOPIC_NAMING_STRATEGY: Final = "io.debezium.schema.DefaultTopicNamingStrategy"
-
-FiltersMatchMode = Literal["regex", "literal"]
-"""``filters.match.mode``: whether the database and collection lists are regular expressions or exact names."""
-
-
-def check_topic_naming_strategy(value: str) -> None:
-    if value != DEFAULT_TOPIC_NAMING_STRATEGY:
-        raise InvalidValueError(
-            f"only {DEFAULT_TOPIC_NAMING_STRATEGY} is available: mongocdc names topics <topic.prefix>.<database>."
-            "<collection> as Debezium's default strategy does (another strategy is a Java class it cannot run)"
-        )
-
-
-def check_start_op_time(value: int) -> None:
-    if value != -1 and value >> 32 == 0:
-        raise InvalidValueError(
-            "expected -1 or a BSON timestamp as one number, seconds << 32 | increment (for example "
-            f"{1_700_000_000 << 32} for 2023-11-14 22:13:20 UTC, increment 0)"
-        )
-
-
-def check_auth_source(value: str) -> None:
-    """``mongodb.authsource``: a database name, or ``$external`` (LDAP, Kerberos, X.509 and AWS users)."""
-    reason = None if value == "$external" else database_name_problem(value)
-    if reason is not None:
-        raise InvalidValueError(f"{reason} (for example admin, or $external)")
-
-
-def check_namespace(value: str) -> None:
-    """A ``<database>.<collection>`` name (``signal.data.collection``)."""
-    reason = namespace_problem(value)
-    if reason is not None:
-        raise InvalidValueError(f"{reason} (for example inventory.debezium_signal)")
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -907,7 +835,7 @@ class Settings:
     ``snapshot.collection.filter.overrides.<database>.<collection>`` properties."""
     ignored: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
     """Keys of the config file accepted without effect (Kafka Connect's or Debezium's), with the reason."""
-    _filters: _NamespaceFilter = dataclasses.field(init=False, repr=False, compare=False)
+    _filters: NamespaceFilter = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         client = {key: str(value) for key, value in self.kafka_client.items()}
@@ -939,7 +867,16 @@ class Settings:
         )
         if problems:
             raise config_error(problems)
-        object.__setattr__(self, "_filters", _NamespaceFilter(self))
+        filters = NamespaceFilter(
+            scope=self.capture_scope,
+            target=self.capture_target,
+            match_mode=self.filters_match_mode,
+            database_include=self.database_include_list,
+            database_exclude=self.database_exclude_list,
+            collection_include=self.collection_include_list,
+            collection_exclude=self.collection_exclude_list,
+        )
+        object.__setattr__(self, "_filters", filters)
 
     def get(self, property_name: str) -> object:
         """The value of a property by its name (``topic.prefix``); ``None`` for an unset ``kafka.*`` key.
@@ -1028,77 +965,6 @@ class Settings:
         return f"Settings({', '.join(fields)})"
 
 
-class FrozenMapping(Mapping[str, str]):
-    """A read-only, hashable ``str → str`` mapping (``Settings.kafka_client``)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping[str, str]) -> None:
-        self._data = dict(sorted(data.items()))
-
-    def __getitem__(self, key: str) -> str:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __hash__(self) -> int:
-        return hash(frozenset(self._data.items()))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Mapping):
-            return self._data == dict(other.items())
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        return repr(self._data)
-
-
-class _NamespaceFilter:
-    """The capture filters of one ``Settings``, patterns compiled once."""
-
-    def __init__(self, settings: Settings) -> None:
-        def compile_all(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-            return tuple(re.compile(pattern, re.IGNORECASE) for pattern in patterns)
-
-        def exact_all(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-            # filters.match.mode=literal: exact, case-sensitive names (Debezium matches them with $in)
-            return tuple(re.compile(re.escape(name)) for name in names)
-
-        build = exact_all if settings.filters_match_mode == "literal" else compile_all
-        self._scope = settings.capture_scope
-        self._target = settings.capture_target or ""
-        self._target_db = self._target.partition(".")[0]
-        self._db_include = build(settings.database_include_list)
-        self._db_exclude = build(settings.database_exclude_list)
-        self._coll_include = build(settings.collection_include_list)
-        self._coll_exclude = build(settings.collection_exclude_list)
-
-    def database(self, db: str) -> bool:
-        if db in SYSTEM_DATABASES:
-            return False
-        if self._scope != "deployment" and db != self._target_db:
-            return False
-        return _passes(db, self._db_include, self._db_exclude)
-
-    def collection(self, db: str, coll: str) -> bool:
-        if not self.database(db) or coll.startswith("system."):
-            return False
-        namespace = f"{db}.{coll}"
-        if self._scope == "collection" and namespace != self._target:
-            return False
-        return _passes(namespace, self._coll_include, self._coll_exclude)
-
-
-def _passes(name: str, include: tuple[re.Pattern[str], ...], exclude: tuple[re.Pattern[str], ...]) -> bool:
-    if include:
-        return any(pattern.fullmatch(name) for pattern in include)
-    return not any(pattern.fullmatch(name) for pattern in exclude)
-
-
 def _collect_properties() -> Mapping[str, Property]:
     registry: dict[str, Property] = {}
     for field in dataclasses.fields(Settings):
@@ -1113,242 +979,6 @@ def _collect_properties() -> Mapping[str, Property]:
 
 PROPERTIES: Final[Mapping[str, Property]] = _collect_properties()
 """Every property by name, in declaration order (the order of the configuration reference)."""
-
-
-# --- problems: one line each, aggregated into one ConfigError -----------------
-
-
-def value_problem(prop: Property, value: object, origin: str | None = None) -> str | None:
-    """Why ``value`` is not acceptable for ``prop`` (naming key, value and what is accepted), or ``None``."""
-    if value is None and prop.default is None:
-        return None
-    try:
-        prop.parse(value)
-    except InvalidValueError as exc:
-        return describe_invalid(prop.name, value, str(exc), origin, secret=prop.secret)
-    return None
-
-
-def describe_invalid(name: str, value: object, reason: str, origin: str | None, *, secret: bool = False) -> str:
-    """``name: invalid value 'v' from <origin>: <reason>`` with the value redacted when it is a secret."""
-    shown = redact_value(name, value, secret=secret)
-    source = f" from {origin}" if origin else ""
-    return f"{name}: invalid value {shown!r}{source}: {reason}"
-
-
-def consistency_problems(values: Mapping[str, object]) -> list[str]:
-    """Rules that involve several properties. ``values`` holds the properties known to be valid, by name.
-
-    A rule whose properties are not all in ``values`` is skipped, so one bad
-    value does not cause a second, misleading message.
-    """
-    problems: list[str] = []
-    for kind in ("database", "collection"):
-        include, exclude = f"{kind}.include.list", f"{kind}.exclude.list"
-        if values.get(include) and values.get(exclude):
-            problems.append(
-                f"{include} and {exclude} are both set; they are mutually exclusive (as in Debezium): keep one"
-            )
-    if "capture.scope" in values and "capture.target" in values:
-        problem = _capture_target_problem(values["capture.scope"], values["capture.target"])
-        if problem:
-            problems.append(problem)
-    channels, sink_topic = "notification.enabled.channels", "notification.sink.topic.name"
-    if "sink" in _as_tuple(values.get(channels)) and values.get(sink_topic) is None:
-        problems.append(
-            f"{sink_topic} is required when {channels} includes sink: set it to the Kafka topic that receives the "
-            f"notifications (for example {sink_topic}: inventory.notifications), or remove sink from {channels}"
-        )
-    queue, batch = values.get("max.queue.size"), values.get("max.batch.size")
-    if isinstance(queue, int) and isinstance(batch, int) and queue <= batch:
-        problems.append(
-            f"max.queue.size ({queue}) must be larger than max.batch.size ({batch}), as in Debezium: raise it, "
-            "or lower max.batch.size"
-        )
-    if values.get("mongodb.password") is not None and values.get("mongodb.user") is None and "mongodb.user" in values:
-        problems.append(
-            "mongodb.password is set but mongodb.user is not: set the user the password belongs to (or put both in "
-            "mongodb.connection.string)"
-        )
-    initial, maximum = "connect.backoff.initial.delay.ms", "connect.backoff.max.delay.ms"
-    first, most = values.get(initial), values.get(maximum)
-    if isinstance(first, int) and isinstance(most, int) and most < first:
-        problems.append(f"{maximum} ({most}) is smaller than {initial} ({first}); it must be at least as large")
-    return problems
-
-
-def _as_tuple(value: object) -> tuple[object, ...]:
-    return value if isinstance(value, tuple) else ()
-
-
-def _capture_target_problem(scope: object, target: object) -> str | None:
-    if scope == "deployment":
-        if target is None:
-            return None
-        return (
-            f"capture.target is set to {target!r} but capture.scope is deployment, which captures every database; "
-            "set capture.scope to database or collection, or remove capture.target"
-        )
-    example = "inventory" if scope == "database" else "inventory.orders"
-    what = "database" if scope == "database" else "<database>.<collection>"
-    if target is None:
-        return (
-            f"capture.target is required when capture.scope is {scope}: set it to the {what} to capture "
-            f"(for example capture.target: {example})"
-        )
-    text = str(target)
-    reason = database_name_problem(text) if scope == "database" else namespace_problem(text)
-    if reason is None:
-        return None
-    return f"capture.target: invalid value {text!r} for capture.scope {scope}: {reason} (for example {example})"
-
-
-def is_filter_override_key(name: str) -> bool:
-    """Whether ``name`` is a ``snapshot.collection.filter.overrides.<…>`` key (its namespace is checked later)."""
-    return name.startswith(FILTER_OVERRIDE_PREFIX) and len(name) > len(FILTER_OVERRIDE_PREFIX)
-
-
-def parse_filter(text: str) -> dict[str, Any]:
-    """The query document of a snapshot filter; ``InvalidValueError`` with the JSON parser's message."""
-    try:
-        document = json_util.loads(text, json_options=FILTER_JSON_OPTIONS)
-    except (ValueError, TypeError, BSONError) as exc:
-        raise InvalidValueError(f"not valid (extended) JSON: {exc}") from None
-    if not isinstance(document, dict):
-        raise InvalidValueError(
-            f'expected a JSON object (a MongoDB query document such as {{"status": "open"}}), '
-            f"not {type(document).__name__}"
-        )
-    return document
-
-
-def filter_text(raw: object) -> str:
-    """A filter value as JSON text: a string as is, a mapping (a YAML or Python query document) serialised."""
-    if isinstance(raw, str):
-        return raw
-    if isinstance(raw, Mapping):
-        try:
-            return str(json_util.dumps(dict(raw), json_options=FILTER_JSON_OPTIONS))
-        except (ValueError, TypeError, BSONError) as exc:
-            raise InvalidValueError(f"cannot be written as JSON: {exc}") from None
-    raise InvalidValueError("expected a query document as JSON text (quote it in YAML) or a YAML mapping")
-
-
-def filter_override_problem(name: str, raw: object, origin: str | None) -> str | None:
-    """Why the value of the filter key ``name`` is not acceptable (bad namespace, bad JSON), or ``None``."""
-    namespace = name[len(FILTER_OVERRIDE_PREFIX) :]
-    reason = namespace_problem(namespace)
-    if reason is not None:
-        source = f" from {origin}" if origin else ""
-        return (
-            f"{name}{source}: {namespace!r} is not a collection name ({reason}); the key is "
-            f"{FILTER_OVERRIDE_PREFIX}<database>.<collection>"
-        )
-    try:
-        parse_filter(filter_text(raw))
-    except InvalidValueError as exc:
-        return describe_invalid(name, raw, str(exc), origin)
-    return None
-
-
-def filter_override_list_problems(listed: tuple[str, ...], keyed: set[str]) -> list[str]:
-    """Filters set for collections not in ``snapshot.collection.filter.overrides``, and listed ones without one.
-
-    As in Debezium, the list enables the per-collection keys, and each listed
-    collection needs its key.
-    """
-    problems: list[str] = []
-    list_name = FILTER_OVERRIDE_PREFIX.rstrip(".")
-    for namespace in sorted(keyed - set(listed)):
-        if namespace_problem(namespace) is not None:
-            continue  # reported with the key
-        problems.append(
-            f"{FILTER_OVERRIDE_PREFIX}{namespace} is set but {namespace} is not listed in {list_name}; "
-            f"add it to {list_name} (which enables the filter) or remove the key"
-        )
-    for namespace in listed:
-        if namespace not in keyed:
-            problems.append(
-                f"{list_name} lists {namespace} but {FILTER_OVERRIDE_PREFIX}{namespace} is not set; set it to the "
-                'query document of its snapshot (for example {"status": "open"}) or remove it from the list'
-            )
-    return problems
-
-
-def config_error(problems: list[str]) -> ConfigError:
-    """One ``ConfigError`` listing every problem on its own line."""
-    hint = (
-        "Each problem names the property and where its value came from (config file, MONGOCDC_* variable or "
-        "flag); fix them all, then check with `mongocdc config validate`."
-    )
-    if len(problems) == 1:
-        return ConfigError(f"invalid configuration: {problems[0]}", hint=hint)
-    listed = "\n".join(f"  - {problem}" for problem in problems)
-    return ConfigError(f"invalid configuration ({len(problems)} problems):\n{listed}", hint=hint)
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest of ``candidates`` when it is a likely misspelling, or ``""``.
-
-    Names are compared in lower case with ``_``, ``-`` and ``.`` alike. A
-    candidate is close when a few edits (insertions, deletions, substitutions,
-    swaps of neighbours: 1 for names under 8 characters, 2 under 16, else 3)
-    turn one into the other, when it has the same words in another order, or
-    when it is the name under a prefix (``bootstrap.servers`` →
-    ``kafka.bootstrap.servers``). A name that is merely about the same subject
-    (``errors.tolerance``) gets no suggestion.
-    """
-    wanted = _normalize(name)
-    limit = 1 if len(wanted) < 8 else 2 if len(wanted) < 16 else 3
-    unique = list(dict.fromkeys(candidates))
-    under_prefix = _under_one_prefix(wanted, unique)
-    best: tuple[int, str] | None = None
-    for candidate in unique:
-        other = _normalize(candidate)
-        if sorted(other.split(".")) == sorted(wanted.split(".")):
-            distance = 1
-        elif candidate == under_prefix:
-            distance = limit  # the same name under a prefix: bootstrap.servers → kafka.bootstrap.servers
-        else:
-            if abs(len(other) - len(wanted)) > limit:
-                continue
-            distance = _edit_distance(wanted, other, limit)
-        if distance <= limit and (best is None or distance < best[0]):
-            best = (distance, candidate)
-    return f"; did you mean {best[1]!r}?" if best else ""
-
-
-def _under_one_prefix(wanted: str, candidates: list[str]) -> str | None:
-    """The candidate that is ``wanted`` under the fewest prefix words, when exactly one is (else ``None``)."""
-    if "." not in wanted:
-        return None
-    matches = [(_normalize(c).count("."), c) for c in candidates if _normalize(c).endswith("." + wanted)]
-    if not matches:
-        return None
-    fewest = min(depth for depth, _ in matches)
-    shortest = [c for depth, c in matches if depth == fewest]
-    return shortest[0] if len(shortest) == 1 else None
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[._\-]+", ".", name.lower())
-
-
-def _edit_distance(a: str, b: str, limit: int) -> int:
-    """Optimal string alignment distance of ``a`` and ``b`` (``limit + 1`` once it is certainly above ``limit``)."""
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        current = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        if min(current) > limit:
-            return limit + 1
-        previous2, previous = previous, current
-    return previous[len(b)]
 
 
 def _how_to_set(name: str) -> str:

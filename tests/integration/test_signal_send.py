@@ -13,7 +13,7 @@ import pytest
 from bson import ObjectId
 from pymongo import MongoClient
 
-from mongocdc.config.settings import WatermarkingStrategy
+from mongocdc.config.properties import WatermarkingStrategy
 from mongocdc.events.signals import (
     ExecuteSnapshot,
     LogSignal,

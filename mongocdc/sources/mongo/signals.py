@@ -26,7 +26,7 @@ from pymongo.collection import Collection
 from pymongo.errors import ConnectionFailure, OperationFailure
 
 from mongocdc.config import redact_text
-from mongocdc.config.settings import WatermarkingStrategy
+from mongocdc.config.properties import WatermarkingStrategy
 from mongocdc.errors import ConfigError, UnreachableError
 from mongocdc.events.signals import WindowClose, WindowOpen, serialize_signal
 from mongocdc.sources.mongo.client import raise_for_privileges

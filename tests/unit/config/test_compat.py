@@ -10,7 +10,7 @@ import pytest
 from mongocdc.config import PROPERTIES, load_settings
 from mongocdc.config.compat import CONNECT, DEBEZIUM, JSON_CONVERTER, MONGODB_CONNECTOR, lookup
 from mongocdc.config.reference import render_compat_markdown
-from mongocdc.config.settings import did_you_mean
+from mongocdc.config.suggestions import did_you_mean
 from mongocdc.errors import ConfigError, ExitCode
 
 
