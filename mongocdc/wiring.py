@@ -423,7 +423,7 @@ def incremental_snapshotter(settings: Settings, client: Any, sink: Any) -> Incre
     """Signals and incremental snapshots for one task, or ``None`` without ``signal.data.collection``."""
     from mongocdc.engine.incremental_snapshot import IncrementalSnapshotter
     from mongocdc.sources.mongo.scan import QueryReader, captured_collections
-    from mongocdc.sources.mongo.signals import SignalCollectionWriter
+    from mongocdc.sources.mongo.signal_collection import SignalCollectionWriter
 
     channels = set(settings.signal_enabled_channels)
     if not settings.signal_data_collection:

@@ -176,7 +176,7 @@ def send_signal(settings: Settings, channel: Channel, signal: Signal) -> Sent:
     from mongocdc.events.signals import serialize_kafka_signal, serialize_signal
 
     if channel is Channel.source:
-        from mongocdc.sources.mongo.signals import SignalCollectionWriter
+        from mongocdc.sources.mongo.signal_collection import SignalCollectionWriter
 
         namespace = settings.require("signal.data.collection", "mongodb.connection.string")
         document = serialize_signal(signal)

@@ -24,7 +24,7 @@ from mongocdc.events.signals import (
 )
 from mongocdc.sinks.kafka.notifications import NotificationSink, incremental_snapshot
 from mongocdc.sources.kafka.signals import KafkaSignalChannel, KafkaSignalSender
-from mongocdc.sources.mongo.signals import SignalCollectionWriter
+from mongocdc.sources.mongo.signal_collection import SignalCollectionWriter
 from tests.integration.helpers import read_topic, run_cli
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
