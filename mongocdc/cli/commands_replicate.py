@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mongocdc.cli import render
+from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.options import NameOpt, OutputOpt
-from mongocdc.cli.signals import GracefulStop
 from mongocdc.cli.state import Output, state
 from mongocdc.config import load_settings
 

@@ -12,6 +12,7 @@ import typer
 
 from mongocdc.cli import render
 from mongocdc.cli.commands_signal import ChannelOpt, CollectionsOpt, FilterOpt
+from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.metrics_server import serve_metrics
 from mongocdc.cli.options import (
     BootstrapOpt,
@@ -23,7 +24,6 @@ from mongocdc.cli.options import (
     TopicPrefixOpt,
 )
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
-from mongocdc.cli.signals import GracefulStop
 from mongocdc.cli.state import Output, state
 from mongocdc.config import Settings
 from mongocdc.errors import MongocdcError

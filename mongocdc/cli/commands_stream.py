@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import typer
 
 from mongocdc.cli import render
+from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.metrics_server import serve_metrics
 from mongocdc.cli.options import (
     BootstrapOpt,
@@ -19,7 +20,6 @@ from mongocdc.cli.options import (
     TopicPrefixOpt,
 )
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
-from mongocdc.cli.signals import GracefulStop
 from mongocdc.cli.state import Output, state
 
 log = logging.getLogger("mongocdc.stream")

@@ -1,4 +1,4 @@
-"""Graceful stop on SIGTERM/SIGINT: stop reading, flush, commit, then exit 0 or 130."""
+"""Graceful stop on the POSIX signals SIGTERM and SIGINT: stop reading, flush, commit, then exit 0 or 130."""
 
 from __future__ import annotations
 
