@@ -17,14 +17,14 @@ _mongocdc() {
         "config validate") COMPREPLY=($(compgen -W "--connection-string --topic-prefix --bootstrap-servers --offsets --name --config -c --help" -- "$cur")) ;;
         "discover") COMPREPLY=($(compgen -W "--output -o --connection-string --config -c --help" -- "$cur")) ;;
         "failover") COMPREPLY=($(compgen -W "translate --help" -- "$cur")) ;;
-        "failover translate") COMPREPLY=($(compgen -W "--group -g --source --target --topics --apply --dry-run --allow-partial --output -o --config -c --help" -- "$cur")) ;;
+        "failover translate") COMPREPLY=($(compgen -W "--group -g --apply --dry-run --allow-partial --output -o --source --target --topics --config -c --help" -- "$cur")) ;;
         "offsets") COMPREPLY=($(compgen -W "export import reset set show --help" -- "$cur")) ;;
         "offsets export") COMPREPLY=($(compgen -W "--to-kafka-connect --connector-name --connect-offsets-topic --connect-bootstrap-servers --connect-kafka --connect-offsets-file --dry-run --yes -y --output -o --offsets --name --bootstrap-servers --topic-prefix --config -c --help" -- "$cur")) ;;
         "offsets import") COMPREPLY=($(compgen -W "--from-kafka-connect --connector-name --connect-offsets-topic --connect-bootstrap-servers --connect-kafka --connect-offsets-file --partition -p --dry-run --yes -y --output -o --offsets --name --bootstrap-servers --topic-prefix --connection-string --config -c --help" -- "$cur")) ;;
         "offsets reset") COMPREPLY=($(compgen -W "--partition -p --to-timestamp --yes -y --output -o --offsets --name --bootstrap-servers --config -c --help" -- "$cur")) ;;
         "offsets set") COMPREPLY=($(compgen -W "--resume-token --partition -p --yes -y --output -o --offsets --name --bootstrap-servers --config -c --help" -- "$cur")) ;;
-        "offsets show") COMPREPLY=($(compgen -W "--output -o --offsets --name --bootstrap-servers --all --config -c --help" -- "$cur")) ;;
-        "replicate") COMPREPLY=($(compgen -W "--source --target --topics --groups --rename-format --name --status-interval --shutdown-timeout --output -o --config -c --help" -- "$cur")) ;;
+        "offsets show") COMPREPLY=($(compgen -W "--output -o --all --offsets --name --bootstrap-servers --config -c --help" -- "$cur")) ;;
+        "replicate") COMPREPLY=($(compgen -W "--status-interval --shutdown-timeout --output -o --source --target --topics --groups --rename-format --name --config -c --help" -- "$cur")) ;;
         "signal") COMPREPLY=($(compgen -W "send --help" -- "$cur")) ;;
         "signal send") COMPREPLY=($(compgen -W "execute-snapshot log pause-snapshot resume-snapshot stop-snapshot --help" -- "$cur")) ;;
         "signal send execute-snapshot") COMPREPLY=($(compgen -W "--collections --filter --snapshot-type --id --channel --output -o --connection-string --bootstrap-servers --topic-prefix --config -c --help" -- "$cur")) ;;

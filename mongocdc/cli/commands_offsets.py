@@ -8,12 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import BootstrapOpt, ConnectionStringOpt, NameOpt, OffsetsOpt, OutputOpt, TopicPrefixOpt
+from mongocdc.cli.options import OFFSETS, OutputOpt, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.errors import ConfigError, UsageError
 
@@ -490,22 +490,24 @@ _ADOPTION_HELP = (
 )
 
 
+STORE_FLAGS: Final = (OFFSETS, "name", "kafka.bootstrap.servers")
+"""Which offset store, and whose offsets in it."""
+
+
 def register(app: typer.Typer) -> None:
     offsets_app = typer.Typer(help="Read and edit stored connector offsets.", no_args_is_help=True)
 
     @offsets_app.command("show")
+    @settings_flags(*STORE_FLAGS)
     def show(
         ctx: typer.Context,
         output: OutputOpt = Output.table,
-        offsets: OffsetsOpt = None,
-        name: NameOpt = None,
-        bootstrap_servers: BootstrapOpt = None,
         all_connectors: bool = typer.Option(False, "--all", help="Show every connector in the store, not only --name."),
     ) -> None:
         """Show each source partition's stored position (sec, ord, resume token, updated at)."""
         from mongocdc import wiring
 
-        settings = state(ctx).settings(offsets=offsets, name=name, bootstrap_servers=bootstrap_servers)
+        settings = state(ctx).settings()
         store = wiring.offset_store(settings, create=False)
         try:
             records = store.records(None if all_connectors else settings.name)
@@ -533,6 +535,7 @@ def register(app: typer.Typer) -> None:
         )
 
     @offsets_app.command("reset")
+    @settings_flags(*STORE_FLAGS)
     def reset(
         ctx: typer.Context,
         partition: PartitionOpt = None,
@@ -547,9 +550,6 @@ def register(app: typer.Typer) -> None:
         ] = None,
         yes: YesOpt = False,
         output: OutputOpt = Output.table,
-        offsets: OffsetsOpt = None,
-        name: NameOpt = None,
-        bootstrap_servers: BootstrapOpt = None,
     ) -> None:
         """Delete a connector's stored offsets (every partition or one), or move them to a time.
 
@@ -562,7 +562,7 @@ def register(app: typer.Typer) -> None:
 
         seconds = parse_epoch_seconds(to_timestamp) if to_timestamp is not None else None
         _require_yes_or_terminal(yes)
-        settings = state(ctx).settings(offsets=offsets, name=name, bootstrap_servers=bootstrap_servers)
+        settings = state(ctx).settings()
         connector = settings.name
         store = wiring.offset_store(settings)
         try:
@@ -584,6 +584,7 @@ def register(app: typer.Typer) -> None:
         _render(output, connector, changes, partition)
 
     @offsets_app.command("set")
+    @settings_flags(*STORE_FLAGS)
     def set_(
         ctx: typer.Context,
         resume_token: Annotated[
@@ -599,9 +600,6 @@ def register(app: typer.Typer) -> None:
         partition: SetPartitionOpt = None,
         yes: YesOpt = False,
         output: OutputOpt = Output.table,
-        offsets: OffsetsOpt = None,
-        name: NameOpt = None,
-        bootstrap_servers: BootstrapOpt = None,
     ) -> None:
         """Set a connector's position to a resume token: streaming continues with the change after it.
 
@@ -614,7 +612,7 @@ def register(app: typer.Typer) -> None:
 
         token = Position.token_bytes(parse_resume_token(resume_token))
         _require_yes_or_terminal(yes)
-        settings = state(ctx).settings(offsets=offsets, name=name, bootstrap_servers=bootstrap_servers)
+        settings = state(ctx).settings()
         connector = settings.name
         store = wiring.offset_store(settings)
         try:
@@ -641,6 +639,7 @@ def register(app: typer.Typer) -> None:
         _render(output, connector, changes)
 
     @offsets_app.command("import")
+    @settings_flags(*STORE_FLAGS, "topic.prefix", "mongodb.connection.string")
     def import_(
         ctx: typer.Context,
         from_kafka_connect: Annotated[
@@ -676,11 +675,6 @@ def register(app: typer.Typer) -> None:
         dry_run: DryRunOpt = False,
         yes: YesOpt = False,
         output: OutputOpt = Output.table,
-        offsets: OffsetsOpt = None,
-        name: NameOpt = None,
-        bootstrap_servers: BootstrapOpt = None,
-        topic_prefix: TopicPrefixOpt = None,
-        connection_string: ConnectionStringOpt = None,
     ) -> None:
         """Adopt a stopped Debezium MongoDB connector's offsets: mongocdc continues at its resume token.
 
@@ -702,13 +696,7 @@ def register(app: typer.Typer) -> None:
             )
         if not dry_run:
             _require_yes_or_terminal(yes)
-        settings = state(ctx).settings(
-            offsets=offsets,
-            name=name,
-            bootstrap_servers=bootstrap_servers,
-            topic_prefix=topic_prefix,
-            connection_string=connection_string,
-        )
+        settings = state(ctx).settings()
         prefix = settings.require("topic.prefix")
         location = connect_location(
             settings, connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file
@@ -760,6 +748,7 @@ def register(app: typer.Typer) -> None:
         _render_adoption(output, settings.name, changes, extra)
 
     @offsets_app.command("export")
+    @settings_flags(*STORE_FLAGS, "topic.prefix")
     def export(
         ctx: typer.Context,
         to_kafka_connect: Annotated[
@@ -785,10 +774,6 @@ def register(app: typer.Typer) -> None:
         dry_run: DryRunOpt = False,
         yes: YesOpt = False,
         output: OutputOpt = Output.table,
-        offsets: OffsetsOpt = None,
-        name: NameOpt = None,
-        bootstrap_servers: BootstrapOpt = None,
-        topic_prefix: TopicPrefixOpt = None,
     ) -> None:
         """Hand mongocdc's position to a Debezium MongoDB connector: it resumes at the same resume token.
 
@@ -811,9 +796,7 @@ def register(app: typer.Typer) -> None:
             )
         if not dry_run:
             _require_yes_or_terminal(yes)
-        settings = state(ctx).settings(
-            offsets=offsets, name=name, bootstrap_servers=bootstrap_servers, topic_prefix=topic_prefix
-        )
+        settings = state(ctx).settings()
         prefix = settings.require("topic.prefix")
         location = connect_location(
             settings, connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file

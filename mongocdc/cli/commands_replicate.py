@@ -3,211 +3,135 @@
 from __future__ import annotations
 
 import logging
-import os
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
 from mongocdc.cli import render
 from mongocdc.cli.graceful_stop import GracefulStop
-from mongocdc.cli.options import NameOpt, OutputOpt
+from mongocdc.cli.options import OutputOpt, settings_flags
 from mongocdc.cli.state import Output, state
-from mongocdc.config import load_settings
 
 if TYPE_CHECKING:
-    from mongocdc.config import Settings
     from mongocdc.replication.failover import TranslationReport
     from mongocdc.replication.status import ReplicationStats
 
 log = logging.getLogger("mongocdc.replicate")
 
-SourceOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--source",
-        metavar="HOST:PORT,…",
-        help="Bootstrap servers of the source cluster (src.kafka.bootstrap.servers; other src.kafka.* settings "
-        "such as SASL/SSL come from the config file or MONGOCDC_SRC_KAFKA_*).",
-        show_default=False,
-    ),
-]
-TargetOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--target",
-        metavar="HOST:PORT,…",
-        help="Bootstrap servers of the target cluster (dest.kafka.bootstrap.servers; other dest.kafka.* settings "
-        "come from the config file or MONGOCDC_DEST_KAFKA_*).",
-        show_default=False,
-    ),
-]
-TopicsOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--topics",
-        metavar="REGEX",
-        help="Regular expression(s), comma-separated, matched against whole source topic names (topics).",
-        show_default=False,
-    ),
-]
+REPLICATION_FLAGS: Final = ("src.kafka.bootstrap.servers", "dest.kafka.bootstrap.servers", "topics")
+"""The two clusters and the topics, which both commands take."""
+
+failover_app = typer.Typer(help="Move consumer groups between replicated Kafka clusters.", no_args_is_help=True)
 
 
-def _settings(ctx: typer.Context, **flags: object) -> Settings:
-    """Effective settings: these flags (by property name) > environment > config file > defaults."""
-    overrides = {name: value for name, value in flags.items() if value is not None}
-    return load_settings(state(ctx).config, os.environ, overrides)
+@failover_app.command("translate")
+@settings_flags(*REPLICATION_FLAGS)
+def failover_translate(
+    ctx: typer.Context,
+    group: Annotated[
+        str, typer.Option("--group", "-g", metavar="GROUP", help="Consumer group whose offsets are translated.")
+    ],
+    apply: Annotated[
+        bool,
+        typer.Option(
+            "--apply",
+            help="Write the translated offsets to the group on the target (refused, exit 2, while the group has "
+            "active members there).",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Check and show what --apply would write, without writing anything."),
+    ] = False,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            help="With --apply: write the translated partitions even when some committed partition cannot be "
+            "translated (refused otherwise, exit 2, naming them).",
+        ),
+    ] = False,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Translate a consumer group's committed offsets on the source cluster to offsets on the target.
+
+    Per partition: the committed source offset, the target offset and how many records the group
+    will read again from there (read from the target's copies and their provenance): exact (none),
+    sync (that many), unknown (?); timestamp for topics without offset syncs, none when it cannot be
+    translated (warned, and --apply refuses). Works with the source cluster unreachable, from the
+    checkpoints `replicate` keeps on the target. Never past a record the group has not consumed.
+    """
+    from mongocdc import wiring
+
+    settings = state(ctx).settings()
+    translator = wiring.failover_translator(settings)
+    try:
+        report = translator.translate(group)
+        if apply or dry_run:
+            report = translator.apply(report, dry_run=dry_run or not apply, allow_partial=allow_partial)
+    finally:
+        translator.close()
+    _render_translation(output, report)
 
 
-def register(app: typer.Typer) -> None:
-    failover_app = typer.Typer(help="Move consumer groups between replicated Kafka clusters.", no_args_is_help=True)
+@settings_flags(*REPLICATION_FLAGS, "groups", "topic.rename.format", "name")
+def replicate(
+    ctx: typer.Context,
+    status_interval: Annotated[
+        float, typer.Option("--status-interval", metavar="SECONDS", help="Seconds between status lines.", min=0.1)
+    ] = 10.0,
+    shutdown_timeout: Annotated[
+        float,
+        typer.Option(
+            "--shutdown-timeout",
+            metavar="SECONDS",
+            help="On SIGTERM/SIGINT, how long to wait for the target to acknowledge the copies in flight; then "
+            "commit only what it acknowledged and exit 4.",
+            min=0.0,
+        ),
+    ] = 30.0,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Copy topics to a second Kafka cluster until SIGTERM/SIGINT, with offset syncs and group checkpoints.
 
-    @failover_app.command("translate")
-    def failover_translate(
-        ctx: typer.Context,
-        group: Annotated[
-            str, typer.Option("--group", "-g", metavar="GROUP", help="Consumer group whose offsets are translated.")
-        ],
-        source: SourceOpt = None,
-        target: TargetOpt = None,
-        topics: TopicsOpt = None,
-        apply: Annotated[
-            bool,
-            typer.Option(
-                "--apply",
-                help="Write the translated offsets to the group on the target (refused, exit 2, while the group has "
-                "active members there).",
-            ),
-        ] = False,
-        dry_run: Annotated[
-            bool,
-            typer.Option("--dry-run", help="Check and show what --apply would write, without writing anything."),
-        ] = False,
-        allow_partial: Annotated[
-            bool,
-            typer.Option(
-                "--allow-partial",
-                help="With --apply: write the translated partitions even when some committed partition cannot be "
-                "translated (refused otherwise, exit 2, naming them).",
-            ),
-        ] = False,
-        output: OutputOpt = Output.table,
-    ) -> None:
-        """Translate a consumer group's committed offsets on the source cluster to offsets on the target.
+    At-least-once: source offsets are committed only after the target acknowledged the copies. Each
+    copy keeps key, value, headers, timestamp and partition and gets a mongocdc.provenance header;
+    records that came from the target are never copied back (active/active). A stop takes at most
+    --shutdown-timeout, even with the target down (exit 4 when it did not acknowledge everything).
+    """
+    from mongocdc import wiring
 
-        Per partition: the committed source offset, the target offset and how many records the group
-        will read again from there (read from the target's copies and their provenance): exact (none),
-        sync (that many), unknown (?); timestamp for topics without offset syncs, none when it cannot be
-        translated (warned, and --apply refuses). Works with the source cluster unreachable, from the
-        checkpoints `replicate` keeps on the target. Never past a record the group has not consumed.
-        """
-        from mongocdc import wiring
+    settings = state(ctx).settings()
+    stopper = GracefulStop()
 
-        settings = _settings(
-            ctx,
-            **{"src.kafka.bootstrap.servers": source, "dest.kafka.bootstrap.servers": target, "topics": topics},
-        )
-        translator = wiring.failover_translator(settings)
-        try:
-            report = translator.translate(group)
-            if apply or dry_run:
-                report = translator.apply(report, dry_run=dry_run or not apply, allow_partial=allow_partial)
-        finally:
-            translator.close()
-        _render_translation(output, report)
-
-    app.add_typer(failover_app, name="failover")
-
-    @app.command()
-    def replicate(
-        ctx: typer.Context,
-        source: SourceOpt = None,
-        target: TargetOpt = None,
-        topics: TopicsOpt = None,
-        groups: Annotated[
-            str | None,
-            typer.Option(
-                "--groups",
-                metavar="REGEX",
-                help="Regular expression(s), comma-separated, matched against whole source consumer group ids whose "
-                "offsets are checkpointed on the target (groups).",
-                show_default=False,
-            ),
-        ] = None,
-        rename_format: Annotated[
-            str | None,
-            typer.Option(
-                "--rename-format",
-                metavar="FORMAT",
-                help="Target topic name, e.g. '${topic}.replica' (topic.rename.format).",
-                show_default=False,
-            ),
-        ] = None,
-        name: NameOpt = None,
-        status_interval: Annotated[
-            float, typer.Option("--status-interval", metavar="SECONDS", help="Seconds between status lines.", min=0.1)
-        ] = 10.0,
-        shutdown_timeout: Annotated[
-            float,
-            typer.Option(
-                "--shutdown-timeout",
-                metavar="SECONDS",
-                help="On SIGTERM/SIGINT, how long to wait for the target to acknowledge the copies in flight; then "
-                "commit only what it acknowledged and exit 4.",
-                min=0.0,
-            ),
-        ] = 30.0,
-        output: OutputOpt = Output.table,
-    ) -> None:
-        """Copy topics to a second Kafka cluster until SIGTERM/SIGINT, with offset syncs and group checkpoints.
-
-        At-least-once: source offsets are committed only after the target acknowledged the copies. Each
-        copy keeps key, value, headers, timestamp and partition and gets a mongocdc.provenance header;
-        records that came from the target are never copied back (active/active). A stop takes at most
-        --shutdown-timeout, even with the target down (exit 4 when it did not acknowledge everything).
-        """
-        from mongocdc import wiring
-
-        settings = _settings(
-            ctx,
-            **{
-                "src.kafka.bootstrap.servers": source,
-                "dest.kafka.bootstrap.servers": target,
-                "topics": topics,
-                "groups": groups,
-                "topic.rename.format": rename_format,
-                "name": name,
-            },
-        )
-        stopper = GracefulStop()
-
-        def on_status(stats: ReplicationStats) -> None:
-            if output is Output.json:
-                render.print_json({"status": "replicating", "at": datetime.now(UTC).isoformat(), **stats.to_dict()})
-            else:
-                lag = "unknown" if stats.lag is None else f"{stats.lag:,}"
-                log.info(
-                    "copied %d records (%.0f/s), %d loops skipped, lag %s, %d commits, %d checkpoints",
-                    stats.copied,
-                    stats.records_per_s,
-                    stats.skipped_loops,
-                    lag,
-                    stats.commits,
-                    stats.checkpoints,
-                )
-
-        replicator = wiring.replicator(settings, shutdown_timeout_s=shutdown_timeout)
-        with stopper.installed():
-            try:
-                stats = replicator.run(stopper.event, on_status, status_interval)
-            finally:
-                replicator.close()
+    def on_status(stats: ReplicationStats) -> None:
         if output is Output.json:
-            render.print_json({"status": "stopped", **stats.to_dict()})
+            render.print_json({"status": "replicating", "at": datetime.now(UTC).isoformat(), **stats.to_dict()})
         else:
-            render.table("replication stopped", ["", "count"], [[k, v] for k, v in stats.to_dict().items()])
-        if stopper.exit_code:
-            raise typer.Exit(stopper.exit_code)
+            lag = "unknown" if stats.lag is None else f"{stats.lag:,}"
+            log.info(
+                "copied %d records (%.0f/s), %d loops skipped, lag %s, %d commits, %d checkpoints",
+                stats.copied,
+                stats.records_per_s,
+                stats.skipped_loops,
+                lag,
+                stats.commits,
+                stats.checkpoints,
+            )
+
+    replicator = wiring.replicator(settings, shutdown_timeout_s=shutdown_timeout)
+    with stopper.installed():
+        try:
+            stats = replicator.run(stopper.event, on_status, status_interval)
+        finally:
+            replicator.close()
+    if output is Output.json:
+        render.print_json({"status": "stopped", **stats.to_dict()})
+    else:
+        render.table("replication stopped", ["", "count"], [[k, v] for k, v in stats.to_dict().items()])
+    if stopper.exit_code:
+        raise typer.Exit(stopper.exit_code)
 
 
 def _render_translation(output: Output, report: TranslationReport) -> None:

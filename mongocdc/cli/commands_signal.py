@@ -14,13 +14,13 @@ import logging
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from bson import json_util
 
 from mongocdc.cli import render
-from mongocdc.cli.options import BootstrapOpt, ConnectionStringOpt, OutputOpt, TopicPrefixOpt
+from mongocdc.cli.options import OutputOpt, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.errors import ConfigError
 
@@ -212,17 +212,12 @@ def _run(
     signal_id: str | None,
     channel: Channel | None,
     output: Output,
-    connection_string: str | None,
-    bootstrap_servers: str | None,
-    topic_prefix: str | None,
 ) -> None:
     from mongocdc.events.signals import signal_data
 
     signal = build_signal(signal_type, signal_id or str(uuid.uuid4()), data)
     _warn_unmatched_filters(signal)
-    settings = state(ctx).settings(
-        connection_string=connection_string, bootstrap_servers=bootstrap_servers, topic_prefix=topic_prefix
-    )
+    settings = state(ctx).settings()
     chosen = choose_channel(settings, channel)
     sent = send_signal(settings, chosen, signal)
     # BSON values of filters ({"$oid": …}) as relaxed extended JSON, as the signal was written
@@ -243,133 +238,88 @@ def _run(
     render.emit(output, result, ["field", "value"], rows, title="Signal sent")
 
 
-def register(app: typer.Typer) -> None:
-    signal_app = typer.Typer(help="Send signals to a running connector.", no_args_is_help=True)
-    send_app = typer.Typer(
-        help="Write a signal for a running connector through the source or kafka channel and print its id.",
-        no_args_is_help=True,
-    )
-    signal_app.add_typer(send_app, name="send")
-    app.add_typer(signal_app, name="signal")
+SIGNAL_FLAGS: Final = ("mongodb.connection.string", "kafka.bootstrap.servers", "topic.prefix")
+"""Where the two channels write: the source cluster, and the Kafka cluster with the connector's key."""
 
-    @send_app.command("execute-snapshot")
-    def execute_snapshot(
-        ctx: typer.Context,
-        collections: CollectionsOpt = None,
-        filters: FilterOpt = None,
-        snapshot_type: SnapshotTypeOpt = SnapshotKind.incremental,
-        signal_id: IdOpt = None,
-        channel: ChannelOpt = None,
-        output: OutputOpt = Output.table,
-        connection_string: ConnectionStringOpt = None,
-        bootstrap_servers: BootstrapOpt = None,
-        topic_prefix: TopicPrefixOpt = None,
-    ) -> None:
-        """Snapshot the collections matching --collections now: incrementally while streaming goes on, or blocking."""
-        if not collections:
-            raise typer.BadParameter(
-                "give at least one, e.g. --collections 'inventory\\.orders' (a regular expression over "
-                "<database>.<collection>)",
-                param_hint="'--collections'",
-            )
-        data: dict[str, Any] = {"data-collections": list(collections), "type": snapshot_type.value}
-        if filters:
-            data["additional-conditions"] = parse_filters(filters)
-        _run(
-            ctx,
-            "execute-snapshot",
-            data,
-            signal_id=signal_id,
-            channel=channel,
-            output=output,
-            connection_string=connection_string,
-            bootstrap_servers=bootstrap_servers,
-            topic_prefix=topic_prefix,
+signal_app = typer.Typer(help="Send signals to a running connector.", no_args_is_help=True)
+send_app = typer.Typer(
+    help="Write a signal for a running connector through the source or kafka channel and print its id.",
+    no_args_is_help=True,
+)
+signal_app.add_typer(send_app, name="send")
+
+
+@send_app.command("execute-snapshot")
+@settings_flags(*SIGNAL_FLAGS)
+def execute_snapshot(
+    ctx: typer.Context,
+    collections: CollectionsOpt = None,
+    filters: FilterOpt = None,
+    snapshot_type: SnapshotTypeOpt = SnapshotKind.incremental,
+    signal_id: IdOpt = None,
+    channel: ChannelOpt = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Snapshot the collections matching --collections now: incrementally while streaming goes on, or blocking."""
+    if not collections:
+        raise typer.BadParameter(
+            "give at least one, e.g. --collections 'inventory\\.orders' (a regular expression over "
+            "<database>.<collection>)",
+            param_hint="'--collections'",
         )
+    data: dict[str, Any] = {"data-collections": list(collections), "type": snapshot_type.value}
+    if filters:
+        data["additional-conditions"] = parse_filters(filters)
+    _run(ctx, "execute-snapshot", data, signal_id=signal_id, channel=channel, output=output)
 
-    @send_app.command("stop-snapshot")
-    def stop_snapshot(
-        ctx: typer.Context,
-        collections: CollectionsOpt = None,
-        signal_id: IdOpt = None,
-        channel: ChannelOpt = None,
-        output: OutputOpt = Output.table,
-        connection_string: ConnectionStringOpt = None,
-        bootstrap_servers: BootstrapOpt = None,
-        topic_prefix: TopicPrefixOpt = None,
-    ) -> None:
-        """Stop the running incremental snapshot, or only drop the collections matching --collections from it."""
-        data: dict[str, Any] = {"type": "incremental"}
-        if collections:
-            data["data-collections"] = list(collections)
-        _run(
-            ctx,
-            "stop-snapshot",
-            data,
-            signal_id=signal_id,
-            channel=channel,
-            output=output,
-            connection_string=connection_string,
-            bootstrap_servers=bootstrap_servers,
-            topic_prefix=topic_prefix,
-        )
 
-    def _pause_or_resume(signal_type: str) -> Any:
-        def command(
-            ctx: typer.Context,
-            signal_id: IdOpt = None,
-            channel: ChannelOpt = None,
-            output: OutputOpt = Output.table,
-            connection_string: ConnectionStringOpt = None,
-            bootstrap_servers: BootstrapOpt = None,
-            topic_prefix: TopicPrefixOpt = None,
-        ) -> None:
-            _run(
-                ctx,
-                signal_type,
-                {"type": "incremental"},
-                signal_id=signal_id,
-                channel=channel,
-                output=output,
-                connection_string=connection_string,
-                bootstrap_servers=bootstrap_servers,
-                topic_prefix=topic_prefix,
-            )
+@send_app.command("stop-snapshot")
+@settings_flags(*SIGNAL_FLAGS)
+def stop_snapshot(
+    ctx: typer.Context,
+    collections: CollectionsOpt = None,
+    signal_id: IdOpt = None,
+    channel: ChannelOpt = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Stop the running incremental snapshot, or only drop the collections matching --collections from it."""
+    data: dict[str, Any] = {"type": "incremental"}
+    if collections:
+        data["data-collections"] = list(collections)
+    _run(ctx, "stop-snapshot", data, signal_id=signal_id, channel=channel, output=output)
 
-        return command
 
-    pause = _pause_or_resume("pause-snapshot")
-    pause.__doc__ = "Pause the running incremental snapshot after its current chunk; streaming goes on."
-    send_app.command("pause-snapshot")(pause)
-    resume = _pause_or_resume("resume-snapshot")
-    resume.__doc__ = "Resume a paused incremental snapshot where it stopped."
-    send_app.command("resume-snapshot")(resume)
+@send_app.command("pause-snapshot")
+@settings_flags(*SIGNAL_FLAGS)
+def pause_snapshot(
+    ctx: typer.Context, signal_id: IdOpt = None, channel: ChannelOpt = None, output: OutputOpt = Output.table
+) -> None:
+    """Pause the running incremental snapshot after its current chunk; streaming goes on."""
+    _run(ctx, "pause-snapshot", {"type": "incremental"}, signal_id=signal_id, channel=channel, output=output)
 
-    @send_app.command("log")
-    def log_signal(
-        ctx: typer.Context,
-        message: Annotated[
-            str,
-            typer.Option(
-                "--message", "-m", metavar="TEXT", help="Text the connector writes to its log when it reads the signal."
-            ),
-        ],
-        signal_id: IdOpt = None,
-        channel: ChannelOpt = None,
-        output: OutputOpt = Output.table,
-        connection_string: ConnectionStringOpt = None,
-        bootstrap_servers: BootstrapOpt = None,
-        topic_prefix: TopicPrefixOpt = None,
-    ) -> None:
-        """Make the connector write a message to its log (to check that signals reach it)."""
-        _run(
-            ctx,
-            "log",
-            {"message": message},
-            signal_id=signal_id,
-            channel=channel,
-            output=output,
-            connection_string=connection_string,
-            bootstrap_servers=bootstrap_servers,
-            topic_prefix=topic_prefix,
-        )
+
+@send_app.command("resume-snapshot")
+@settings_flags(*SIGNAL_FLAGS)
+def resume_snapshot(
+    ctx: typer.Context, signal_id: IdOpt = None, channel: ChannelOpt = None, output: OutputOpt = Output.table
+) -> None:
+    """Resume a paused incremental snapshot where it stopped."""
+    _run(ctx, "resume-snapshot", {"type": "incremental"}, signal_id=signal_id, channel=channel, output=output)
+
+
+@send_app.command("log")
+@settings_flags(*SIGNAL_FLAGS)
+def log_signal(
+    ctx: typer.Context,
+    message: Annotated[
+        str,
+        typer.Option(
+            "--message", "-m", metavar="TEXT", help="Text the connector writes to its log when it reads the signal."
+        ),
+    ],
+    signal_id: IdOpt = None,
+    channel: ChannelOpt = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Make the connector write a message to its log (to check that signals reach it)."""
+    _run(ctx, "log", {"message": message}, signal_id=signal_id, channel=channel, output=output)

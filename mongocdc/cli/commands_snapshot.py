@@ -14,15 +14,7 @@ from mongocdc.cli import render
 from mongocdc.cli.commands_signal import ChannelOpt, CollectionsOpt, FilterOpt
 from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.metrics_server import serve_metrics
-from mongocdc.cli.options import (
-    BootstrapOpt,
-    ConnectionStringOpt,
-    MetricsPortOpt,
-    NameOpt,
-    OffsetsOpt,
-    OutputOpt,
-    TopicPrefixOpt,
-)
+from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, settings_flags
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
 from mongocdc.config import Settings
@@ -93,85 +85,69 @@ def _readable(record: Mapping[str, Any]) -> SourceOffset | None:
         return None
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def snapshot(
-        ctx: typer.Context,
-        output: OutputOpt = Output.table,
-        incremental: Annotated[
-            bool,
-            typer.Option(
-                "--incremental",
-                help="Ask the running connector (through a signal) for an incremental snapshot of --collections "
-                "while it keeps streaming, instead of copying everything here and exiting.",
-            ),
-        ] = False,
-        collections: CollectionsOpt = None,
-        filters: FilterOpt = None,
-        channel: ChannelOpt = None,
-        wait: Annotated[
-            bool, typer.Option("--wait", help="With --incremental: show progress until the snapshot completes.")
-        ] = False,
-        timeout: Annotated[
-            float | None,
-            typer.Option("--timeout", help="With --wait: give up waiting after this many seconds.", show_default=False),
-        ] = None,
-        connection_string: ConnectionStringOpt = None,
-        topic_prefix: TopicPrefixOpt = None,
-        bootstrap_servers: BootstrapOpt = None,
-        offsets: OffsetsOpt = None,
-        name: NameOpt = None,
-        metrics_port: MetricsPortOpt = None,
-    ) -> None:
-        """Copy every included collection into Kafka as read (op=r) events, then exit; resumable.
+@settings_flags(*CONNECTOR_FLAGS, "metrics.port")
+def snapshot(
+    ctx: typer.Context,
+    output: OutputOpt = Output.table,
+    incremental: Annotated[
+        bool,
+        typer.Option(
+            "--incremental",
+            help="Ask the running connector (through a signal) for an incremental snapshot of --collections "
+            "while it keeps streaming, instead of copying everything here and exiting.",
+        ),
+    ] = False,
+    collections: CollectionsOpt = None,
+    filters: FilterOpt = None,
+    channel: ChannelOpt = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="With --incremental: show progress until the snapshot completes.")
+    ] = False,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help="With --wait: give up waiting after this many seconds.", show_default=False),
+    ] = None,
+) -> None:
+    """Copy every included collection into Kafka as read (op=r) events, then exit; resumable.
 
-        With --incremental, the running connector snapshots the --collections in chunks while streaming.
-        """
-        from mongocdc import wiring
-        from mongocdc.engine.metrics import Metrics
+    With --incremental, the running connector snapshots the --collections in chunks while streaming.
+    """
+    from mongocdc import wiring
+    from mongocdc.engine.metrics import Metrics
 
-        settings = state(ctx).settings(
-            connection_string=connection_string,
-            topic_prefix=topic_prefix,
-            bootstrap_servers=bootstrap_servers,
-            offsets=offsets,
-            name=name,
-            metrics_port=metrics_port,
+    settings = state(ctx).settings()
+    stopper = GracefulStop()
+    if incremental:
+        from mongocdc.cli.commands_signal import build_signal, choose_channel, parse_filters, send_signal
+
+        if not collections:
+            raise typer.BadParameter("--incremental needs --collections REGEX", param_hint="'--collections'")
+        data: dict[str, Any] = {"data-collections": list(collections), "type": "incremental"}
+        if filters:
+            data["additional-conditions"] = parse_filters(filters)
+        signal = build_signal("execute-snapshot", str(uuid.uuid4()), data)
+        sent = send_signal(settings, choose_channel(settings, channel), signal)
+        result: dict[str, Any] = {"id": sent.signal_id, "channel": sent.channel.value, "to": sent.destination}
+        if wait:
+            with stopper.installed():
+                result["snapshot"] = wait_for_incremental(settings, sent.signal_id, stopper.event, timeout_s=timeout)
+        render.emit(
+            output, result, ["field", "value"], [[k, v] for k, v in result.items()], title="incremental snapshot"
         )
-        stopper = GracefulStop()
-        if incremental:
-            from mongocdc.cli.commands_signal import build_signal, choose_channel, parse_filters, send_signal
-
-            if not collections:
-                raise typer.BadParameter("--incremental needs --collections REGEX", param_hint="'--collections'")
-            data: dict[str, Any] = {"data-collections": list(collections), "type": "incremental"}
-            if filters:
-                data["additional-conditions"] = parse_filters(filters)
-            signal = build_signal("execute-snapshot", str(uuid.uuid4()), data)
-            sent = send_signal(settings, choose_channel(settings, channel), signal)
-            result: dict[str, Any] = {"id": sent.signal_id, "channel": sent.channel.value, "to": sent.destination}
-            if wait:
-                with stopper.installed():
-                    result["snapshot"] = wait_for_incremental(
-                        settings, sent.signal_id, stopper.event, timeout_s=timeout
-                    )
-            render.emit(
-                output, result, ["field", "value"], [[k, v] for k, v in result.items()], title="incremental snapshot"
-            )
-            if stopper.exit_code:
-                raise typer.Exit(stopper.exit_code)
-            return
-        if collections or filters or wait:
-            raise typer.BadParameter("--collections, --filter and --wait go with --incremental")
-        metrics = Metrics(settings.name)
-        with (
-            stopper.installed(),
-            serve_metrics(metrics, settings.metrics_port),
-            SnapshotProgressView() as progress,
-            wiring.connector(settings, stop=stopper.event, on_progress=progress.update, metrics=metrics) as group,
-        ):
-            outcome = group.run(snapshot_only=True)
-        if outcome.snapshot is not None:
-            render_summary(output, outcome.snapshot)
         if stopper.exit_code:
             raise typer.Exit(stopper.exit_code)
+        return
+    if collections or filters or wait:
+        raise typer.BadParameter("--collections, --filter and --wait go with --incremental")
+    metrics = Metrics(settings.name)
+    with (
+        stopper.installed(),
+        serve_metrics(metrics, settings.metrics_port),
+        SnapshotProgressView() as progress,
+        wiring.connector(settings, stop=stopper.event, on_progress=progress.update, metrics=metrics) as group,
+    ):
+        outcome = group.run(snapshot_only=True)
+    if outcome.snapshot is not None:
+        render_summary(output, outcome.snapshot)
+    if stopper.exit_code:
+        raise typer.Exit(stopper.exit_code)

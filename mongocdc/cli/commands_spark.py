@@ -1,40 +1,36 @@
 """``mongocdc spark run|status``: the downstream PySpark job that turns CDC topics into tables.
 
-``run`` builds the job's options from its flags and the config file (``topic.prefix``,
-``kafka.bootstrap.servers`` and the other ``kafka.*`` client settings), then launches it in
-this process or through ``spark-submit`` (``mongocdc.spark.launcher``); pyspark is imported
-only once the job starts. ``status`` reads the checkpoint without starting Spark.
+``run`` has ``JobOptions.from_cli`` check its flags and build the job's options from them and
+the config file (``topic.prefix``, ``kafka.bootstrap.servers`` and the other ``kafka.*`` client
+settings), then launches the job in this process or through ``spark-submit``
+(``mongocdc.spark.launcher``); pyspark is imported only once the job starts. ``status`` reads the
+checkpoint without starting Spark.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import BootstrapOpt, OutputOpt, TopicPrefixOpt
+from mongocdc.cli.options import OutputOpt, settings_flags
 from mongocdc.cli.state import LogLevel, Output, state
 from mongocdc.errors import UsageError
 from mongocdc.spark.options import (
+    DEFAULT_CHECKPOINT,
     DEFAULT_DELETE_RETENTION,
     JobOptions,
     StartingOffsets,
     TableFormat,
-    java_kafka_options,
-    parse_retention,
-    skip_topics_regex,
+    default_checkpoint,
+    parse_pairs,
+    split_list,
 )
 
-if TYPE_CHECKING:
-    from mongocdc.spark.launcher import LaunchPlan
-
 log = logging.getLogger("mongocdc.cli.spark")
-
-DEFAULT_CHECKPOINT = "_mongocdc/checkpoint"
 
 WarehouseOpt = Annotated[
     str,
@@ -55,155 +51,6 @@ CheckpointOpt = Annotated[
         show_default=False,
     ),
 ]
-
-
-def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
-    result: dict[str, str] = {}
-    for text in values or []:
-        key, equals, value = text.partition("=")
-        if not equals or not key.strip():
-            raise UsageError(f"{option} {text!r} is not KEY=VALUE", hint=f"write it as {option} key=value")
-        result[key.strip()] = value
-    return result
-
-
-def _split(values: list[str] | None) -> tuple[str, ...]:
-    return tuple(item.strip() for text in values or [] for item in text.split(",") if item.strip())
-
-
-def default_checkpoint(warehouse: str) -> str:
-    return f"{warehouse.rstrip('/')}/{DEFAULT_CHECKPOINT}"
-
-
-def _columns(columns: str | None, schema_file: Path | None) -> str | None:
-    if columns and schema_file:
-        raise UsageError("--columns and --schema-file both give the schema", hint="use one of them")
-    if schema_file is not None:
-        try:
-            text = schema_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise UsageError(f"--schema-file {schema_file}: {exc.strerror}", hint="give a readable file") from exc
-        if not text:
-            raise UsageError(f"--schema-file {schema_file} is empty", hint="write Spark DDL or a Spark JSON schema")
-        return text
-    return _ddl(columns) if columns else None
-
-
-_SHORT_FIELD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([A-Za-z][A-Za-z0-9_<>,() ]*)\s*$")
-
-
-def _ddl(columns: str) -> str:
-    """``name:string,qty:int`` as Spark DDL; DDL itself (``name STRING, qty INT``) passes unchanged."""
-    fields = [f for f in columns.split(",") if f.strip()]
-    if fields and all(_SHORT_FIELD.match(f) for f in fields):
-        return ", ".join(f"`{m.group(1)}` {m.group(2).strip()}" for f in fields if (m := _SHORT_FIELD.match(f)))
-    return columns
-
-
-def build_plan(
-    ctx: typer.Context,
-    *,
-    topics: list[str] | None,
-    topic_pattern: str | None,
-    warehouse: str,
-    checkpoint: str | None,
-    once: bool,
-    trigger_interval: str | None,
-    table_format: TableFormat,
-    changelog: bool,
-    columns: str | None,
-    schema_file: Path | None,
-    starting_offsets: StartingOffsets,
-    max_offsets_per_trigger: int | None,
-    min_partitions: int | None,
-    kafka_option: list[str] | None,
-    master: str,
-    delete_retention: str,
-    conf: list[str] | None,
-    packages: list[str] | None,
-    jars: list[str] | None,
-    submit: bool,
-    query_name: str,
-    bootstrap_servers: str | None,
-    topic_prefix: str | None,
-) -> LaunchPlan:
-    """The launch plan from the command line and the config file; ``UsageError`` (exit 2) for bad options."""
-    from mongocdc.spark.launcher import LaunchPlan
-
-    topic_list = _split(topics)
-    if topic_list and topic_pattern:
-        raise UsageError("--topics and --topic-pattern both select topics", hint="use one of them")
-    if once and trigger_interval:
-        raise UsageError(
-            "--once and --trigger-interval exclude each other",
-            hint="--once reads what is there and stops; --trigger-interval paces a job that keeps running",
-        )
-    if topic_pattern is not None:
-        try:
-            re.compile(topic_pattern)
-        except re.error as exc:
-            raise UsageError(
-                f"--topic-pattern {topic_pattern!r} is not a regular expression: {exc}",
-                hint="it is matched against whole topic names, e.g. 'dbserver1\\..*'",
-            ) from exc
-    try:
-        retention_ms = parse_retention(delete_retention)
-    except ValueError as exc:
-        raise UsageError(
-            f"--delete-retention {exc}",
-            hint="keep markers longer than any replay can reach back (the topics' retention), e.g. 7d",
-        ) from exc
-    user_conf = _pairs(conf, "--conf")
-    java_options = _pairs(kafka_option, "--kafka-option")
-    schema = _columns(columns, schema_file)
-
-    settings = state(ctx).settings(bootstrap_servers=bootstrap_servers, topic_prefix=topic_prefix)
-    prefix = settings.topic_prefix
-    if not topic_list and topic_pattern is None:
-        if prefix is None:
-            raise UsageError(
-                "no topics to read: give --topics or --topic-pattern, or set topic.prefix",
-                hint="e.g. --topic-pattern 'dbserver1\\..*', or the connector's config file with --config",
-            )
-        topic_pattern = re.escape(prefix) + r"\..*"
-    mapped, unmapped = java_kafka_options(settings.kafka_client)
-    if unmapped:
-        log.warning(
-            "kafka.%s: no Java client equivalent known; the Spark job connects without %s (pass Java client "
-            "properties with --kafka-option)",
-            ", kafka.".join(unmapped),
-            "it" if len(unmapped) == 1 else "them",
-        )
-    options = JobOptions(
-        bootstrap_servers=settings.kafka_bootstrap_servers,
-        warehouse=warehouse,
-        checkpoint=checkpoint or default_checkpoint(warehouse),
-        topics=topic_list,
-        topic_pattern=topic_pattern,
-        skip_topics=skip_topics_regex(prefix, settings.topic_transaction, settings.topic_heartbeat_prefix)
-        + (f"|{re.escape(settings.topic_heartbeat_name)}" if settings.topic_heartbeat_name else ""),
-        kafka_options={**mapped, **java_options},
-        changelog=changelog,
-        once=once,
-        trigger_interval=trigger_interval,
-        columns=schema,
-        starting_offsets=starting_offsets,
-        max_offsets_per_trigger=max_offsets_per_trigger,
-        min_partitions=min_partitions,
-        query_name=query_name,
-        delete_retention_ms=retention_ms,
-    )
-    level = state(ctx).log_level
-    return LaunchPlan(
-        options=options,
-        master=master,
-        conf=user_conf,
-        packages=_split(packages),
-        jars=_split(jars),
-        submit=submit,
-        requested_format=table_format,
-        spark_log_level="INFO" if level is LogLevel.debug else "ERROR",
-    )
 
 
 def _render_run(output: Output, result: dict[str, Any], warehouse: str) -> None:
@@ -229,246 +76,244 @@ def _render_status(output: Output, data: dict[str, Any]) -> None:
     render.table("spark job status", ["", "value"], rows)
 
 
-def register(app: typer.Typer) -> None:
-    spark_app = typer.Typer(help="The downstream PySpark job that turns CDC topics into tables.", no_args_is_help=True)
+spark_app = typer.Typer(help="The downstream PySpark job that turns CDC topics into tables.", no_args_is_help=True)
 
-    @spark_app.command("run")
-    def spark_run(
-        ctx: typer.Context,
-        warehouse: WarehouseOpt,
-        topics: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--topics",
-                metavar="TOPIC[,TOPIC…]",
-                help="CDC topics to read (repeat, or comma-separate). Default: every <topic.prefix>.* topic.",
-                show_default=False,
-            ),
-        ] = None,
-        topic_pattern: Annotated[
-            str | None,
-            typer.Option(
-                "--topic-pattern",
-                metavar="REGEX",
-                help="Read every topic whose whole name matches, now or later (e.g. 'dbserver1\\..*').",
-                show_default=False,
-            ),
-        ] = None,
-        checkpoint: CheckpointOpt = None,
-        once: Annotated[
-            bool,
-            typer.Option("--once", help="Apply every record there is now, then stop (a batch run: availableNow)."),
-        ] = False,
-        trigger_interval: Annotated[
-            str | None,
-            typer.Option(
-                "--trigger-interval",
-                metavar="DURATION",
-                help="Start a micro-batch at most this often, e.g. '30 seconds'. Default: as soon as the last ends.",
-                show_default=False,
-            ),
-        ] = None,
-        table_format: Annotated[
-            TableFormat,
-            typer.Option(
-                "--format",
-                help="Table format: delta (Delta Lake, MERGE), parquet (versioned directories), or auto (delta when "
-                "delta-spark is installed).",
-            ),
-        ] = TableFormat.auto,
-        changelog: Annotated[
-            bool,
-            typer.Option(
-                "--changelog",
-                help="Also append every change event to <warehouse>/_changelog/<db>/<collection>.",
-            ),
-        ] = False,
-        columns: Annotated[
-            str | None,
-            typer.Option(
-                "--columns",
-                metavar="SCHEMA",
-                help="Project the document to typed columns: 'name:string,qty:int' or Spark DDL "
-                "('name STRING, qty INT'). Default: one JSON string column, document.",
-                show_default=False,
-            ),
-        ] = None,
-        schema_file: Annotated[
-            Path | None,
-            typer.Option(
-                "--schema-file",
-                metavar="FILE",
-                help="Like --columns, from a file holding Spark DDL or a Spark JSON schema.",
-                show_default=False,
-            ),
-        ] = None,
-        starting_offsets: Annotated[
-            StartingOffsets,
-            typer.Option(
-                "--starting-offsets",
-                help="Where a new checkpoint starts in each topic (a restarted job always continues from its "
-                "checkpoint).",
-            ),
-        ] = StartingOffsets.earliest,
-        max_offsets_per_trigger: Annotated[
-            int | None,
-            typer.Option(
-                "--max-offsets-per-trigger",
-                min=1,
-                metavar="N",
-                help="Read at most N records per micro-batch (over all partitions).",
-                show_default=False,
-            ),
-        ] = None,
-        min_partitions: Annotated[
-            int | None,
-            typer.Option(
-                "--min-partitions",
-                min=0,
-                metavar="N",
-                help="Read each micro-batch in at least N Spark tasks, splitting large Kafka partitions, so a "
-                "topic with fewer partitions than cores still uses every core. Default: 3 per core of the job; "
-                "0: one task per Kafka partition.",
-                show_default=False,
-            ),
-        ] = None,
-        delete_retention: Annotated[
-            str,
-            typer.Option(
-                "--delete-retention",
-                metavar="DURATION",
-                help="Keep each deleted key's marker at least this long after the delete, in source time (7d, 36h, "
-                "90m, 30s, 500ms, or forever). A replay of older changes that arrives after its marker went can bring "
-                "the document back until the delete is replayed too: keep it above the topics' retention to be safe.",
-            ),
-        ] = DEFAULT_DELETE_RETENTION,
-        kafka_option: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--kafka-option",
-                metavar="KEY=VALUE",
-                help="Java Kafka client property for the Spark job (repeat), e.g. sasl.jaas.config=…; added to those "
-                "translated from the config's kafka.* settings.",
-                show_default=False,
-            ),
-        ] = None,
-        master: Annotated[
-            str,
-            typer.Option(
-                "--master",
-                help="Spark master: local[*], local[N], spark://HOST:PORT, yarn or k8s://URL. A non-local master "
-                "runs through spark-submit.",
-            ),
-        ] = "local[*]",
-        conf: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--conf",
-                metavar="KEY=VALUE",
-                help="Spark configuration property (repeat), e.g. spark.executor.memory=4g; applied last.",
-                show_default=False,
-            ),
-        ] = None,
-        packages: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--packages",
-                metavar="GROUP:ARTIFACT:VERSION",
-                help="More Maven packages for the job (repeat, or comma-separate), resolved like the Kafka source.",
-                show_default=False,
-            ),
-        ] = None,
-        jars: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--jars",
-                metavar="JAR[,JAR…]",
-                help="Use these jars instead of resolving the Kafka source and Delta from Maven (offline clusters).",
-                show_default=False,
-            ),
-        ] = None,
-        submit: Annotated[
-            bool,
-            typer.Option("--submit", help="Run through spark-submit even on a local master (default: in-process)."),
-        ] = False,
-        dry_run: Annotated[
-            bool,
-            typer.Option("--dry-run", help="Print the exact spark-submit command line and do nothing."),
-        ] = False,
-        query_name: Annotated[
-            str, typer.Option("--query-name", help="Name of the streaming query (Spark UI, logs, status).")
-        ] = "mongocdc",
-        output: OutputOpt = Output.table,
-        bootstrap_servers: BootstrapOpt = None,
-        topic_prefix: TopicPrefixOpt = None,
-    ) -> None:
-        """Run the Spark job that keeps one table per collection up to date (latest document per key)."""
-        from mongocdc.spark import launcher
 
-        plan = build_plan(
-            ctx,
-            topics=topics,
-            topic_pattern=topic_pattern,
-            warehouse=warehouse,
-            checkpoint=checkpoint,
-            once=once,
-            trigger_interval=trigger_interval,
-            table_format=table_format,
-            changelog=changelog,
-            columns=columns,
-            schema_file=schema_file,
-            starting_offsets=starting_offsets,
-            max_offsets_per_trigger=max_offsets_per_trigger,
-            min_partitions=min_partitions,
-            kafka_option=kafka_option,
-            master=master,
-            delete_retention=delete_retention,
-            conf=conf,
-            packages=packages,
-            jars=jars,
-            submit=submit,
-            query_name=query_name,
-            bootstrap_servers=bootstrap_servers,
-            topic_prefix=topic_prefix,
-        )
-        if dry_run:
-            plan, spark_packages = launcher.prepare(plan)
-            command = launcher.submit_command(plan, launcher.plan_conf(plan, spark_packages))
-            if output is Output.json:
-                render.print_json({"command": launcher.printable(command)})
-            else:
-                typer.echo(launcher.printable(command))
-            return
+@spark_app.command("run")
+@settings_flags("kafka.bootstrap.servers", "topic.prefix")
+def spark_run(
+    ctx: typer.Context,
+    warehouse: WarehouseOpt,
+    topics: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topics",
+            metavar="TOPIC[,TOPIC…]",
+            help="CDC topics to read (repeat, or comma-separate). Default: every <topic.prefix>.* topic.",
+            show_default=False,
+        ),
+    ] = None,
+    topic_pattern: Annotated[
+        str | None,
+        typer.Option(
+            "--topic-pattern",
+            metavar="REGEX",
+            help="Read every topic whose whole name matches, now or later (e.g. 'dbserver1\\..*').",
+            show_default=False,
+        ),
+    ] = None,
+    checkpoint: CheckpointOpt = None,
+    once: Annotated[
+        bool,
+        typer.Option("--once", help="Apply every record there is now, then stop (a batch run: availableNow)."),
+    ] = False,
+    trigger_interval: Annotated[
+        str | None,
+        typer.Option(
+            "--trigger-interval",
+            metavar="DURATION",
+            help="Start a micro-batch at most this often, e.g. '30 seconds'. Default: as soon as the last ends.",
+            show_default=False,
+        ),
+    ] = None,
+    table_format: Annotated[
+        TableFormat,
+        typer.Option(
+            "--format",
+            help="Table format: delta (Delta Lake, MERGE), parquet (versioned directories), or auto (delta when "
+            "delta-spark is installed).",
+        ),
+    ] = TableFormat.auto,
+    changelog: Annotated[
+        bool,
+        typer.Option(
+            "--changelog",
+            help="Also append every change event to <warehouse>/_changelog/<db>/<collection>.",
+        ),
+    ] = False,
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            "--columns",
+            metavar="SCHEMA",
+            help="Project the document to typed columns: 'name:string,qty:int' or Spark DDL "
+            "('name STRING, qty INT'). Default: one JSON string column, document.",
+            show_default=False,
+        ),
+    ] = None,
+    schema_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema-file",
+            metavar="FILE",
+            help="Like --columns, from a file holding Spark DDL or a Spark JSON schema.",
+            show_default=False,
+        ),
+    ] = None,
+    starting_offsets: Annotated[
+        StartingOffsets,
+        typer.Option(
+            "--starting-offsets",
+            help="Where a new checkpoint starts in each topic (a restarted job always continues from its checkpoint).",
+        ),
+    ] = StartingOffsets.earliest,
+    max_offsets_per_trigger: Annotated[
+        int | None,
+        typer.Option(
+            "--max-offsets-per-trigger",
+            min=1,
+            metavar="N",
+            help="Read at most N records per micro-batch (over all partitions).",
+            show_default=False,
+        ),
+    ] = None,
+    min_partitions: Annotated[
+        int | None,
+        typer.Option(
+            "--min-partitions",
+            min=0,
+            metavar="N",
+            help="Read each micro-batch in at least N Spark tasks, splitting large Kafka partitions, so a "
+            "topic with fewer partitions than cores still uses every core. Default: 3 per core of the job; "
+            "0: one task per Kafka partition.",
+            show_default=False,
+        ),
+    ] = None,
+    delete_retention: Annotated[
+        str,
+        typer.Option(
+            "--delete-retention",
+            metavar="DURATION",
+            help="Keep each deleted key's marker at least this long after the delete, in source time (7d, 36h, "
+            "90m, 30s, 500ms, or forever). A replay of older changes that arrives after its marker went can bring "
+            "the document back until the delete is replayed too: keep it above the topics' retention to be safe.",
+        ),
+    ] = DEFAULT_DELETE_RETENTION,
+    kafka_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kafka-option",
+            metavar="KEY=VALUE",
+            help="Java Kafka client property for the Spark job (repeat), e.g. sasl.jaas.config=…; added to those "
+            "translated from the config's kafka.* settings.",
+            show_default=False,
+        ),
+    ] = None,
+    master: Annotated[
+        str,
+        typer.Option(
+            "--master",
+            help="Spark master: local[*], local[N], spark://HOST:PORT, yarn or k8s://URL. A non-local master "
+            "runs through spark-submit.",
+        ),
+    ] = "local[*]",
+    conf: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--conf",
+            metavar="KEY=VALUE",
+            help="Spark configuration property (repeat), e.g. spark.executor.memory=4g; applied last.",
+            show_default=False,
+        ),
+    ] = None,
+    packages: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--packages",
+            metavar="GROUP:ARTIFACT:VERSION",
+            help="More Maven packages for the job (repeat, or comma-separate), resolved like the Kafka source.",
+            show_default=False,
+        ),
+    ] = None,
+    jars: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--jars",
+            metavar="JAR[,JAR…]",
+            help="Use these jars instead of resolving the Kafka source and Delta from Maven (offline clusters).",
+            show_default=False,
+        ),
+    ] = None,
+    submit: Annotated[
+        bool,
+        typer.Option("--submit", help="Run through spark-submit even on a local master (default: in-process)."),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the exact spark-submit command line and do nothing."),
+    ] = False,
+    query_name: Annotated[
+        str, typer.Option("--query-name", help="Name of the streaming query (Spark UI, logs, status).")
+    ] = "mongocdc",
+    output: OutputOpt = Output.table,
+) -> None:
+    """Run the Spark job that keeps one table per collection up to date (latest document per key)."""
+    from mongocdc.spark import launcher
 
-        def on_progress(report: dict[str, Any]) -> None:
-            if output is Output.json:
-                render.print_json(
-                    {"status": "batch", "batch": report.get("batchId"), "rows": report.get("numInputRows")}
-                )
+    conf_pairs = parse_pairs(conf or (), "--conf")
+    options = JobOptions.from_cli(
+        state(ctx).settings,
+        warehouse=warehouse,
+        checkpoint=checkpoint,
+        topics=topics or (),
+        topic_pattern=topic_pattern,
+        once=once,
+        trigger_interval=trigger_interval,
+        changelog=changelog,
+        columns=columns,
+        schema_file=schema_file,
+        starting_offsets=starting_offsets,
+        max_offsets_per_trigger=max_offsets_per_trigger,
+        min_partitions=min_partitions,
+        delete_retention=delete_retention,
+        kafka_options=kafka_option or (),
+        query_name=query_name,
+    )
+    plan = launcher.LaunchPlan(
+        options=options,
+        master=master,
+        conf=conf_pairs,
+        packages=split_list(packages or ()),
+        jars=split_list(jars or ()),
+        submit=submit,
+        requested_format=table_format,
+        spark_log_level="INFO" if state(ctx).log_level is LogLevel.debug else "ERROR",
+    )
+    if dry_run:
+        plan, spark_packages = launcher.prepare(plan)
+        command = launcher.submit_command(plan, launcher.plan_conf(plan, spark_packages))
+        if output is Output.json:
+            render.print_json({"command": launcher.printable(command)})
+        else:
+            typer.echo(launcher.printable(command))
+        return
 
-        result = launcher.launch(plan, on_progress=on_progress)
-        _render_run(output, result, plan.options.warehouse)
+    def on_progress(report: dict[str, Any]) -> None:
+        if output is Output.json:
+            render.print_json({"status": "batch", "batch": report.get("batchId"), "rows": report.get("numInputRows")})
 
-    @spark_app.command("status")
-    def spark_status(
-        checkpoint: CheckpointOpt = None,
-        warehouse: Annotated[
-            str | None,
-            typer.Option(
-                "--warehouse",
-                metavar="PATH",
-                help=f"Warehouse of the job; its checkpoint is <warehouse>/{DEFAULT_CHECKPOINT} unless --checkpoint.",
-                show_default=False,
-            ),
-        ] = None,
-        output: OutputOpt = Output.table,
-    ) -> None:
-        """Show the streaming query's progress from its checkpoint: batches, rows/s, lag, offsets."""
-        from mongocdc.spark.status import read_status
+    result = launcher.launch(plan, on_progress=on_progress)
+    _render_run(output, result, plan.options.warehouse)
 
-        if checkpoint is None and warehouse is None:
-            raise UsageError("give --checkpoint or --warehouse", hint="the same as the job runs with")
-        location = checkpoint or default_checkpoint(warehouse or "")
-        _render_status(output, read_status(location).to_dict())
 
-    app.add_typer(spark_app, name="spark")
+@spark_app.command("status")
+def spark_status(
+    checkpoint: CheckpointOpt = None,
+    warehouse: Annotated[
+        str | None,
+        typer.Option(
+            "--warehouse",
+            metavar="PATH",
+            help=f"Warehouse of the job; its checkpoint is <warehouse>/{DEFAULT_CHECKPOINT} unless --checkpoint.",
+            show_default=False,
+        ),
+    ] = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Show the streaming query's progress from its checkpoint: batches, rows/s, lag, offsets."""
+    from mongocdc.spark.status import read_status
+
+    if checkpoint is None and warehouse is None:
+        raise UsageError("give --checkpoint or --warehouse", hint="the same as the job runs with")
+    location = checkpoint or default_checkpoint(warehouse or "")
+    _render_status(output, read_status(location).to_dict())

@@ -10,89 +10,64 @@ import typer
 from mongocdc.cli import render
 from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.metrics_server import serve_metrics
-from mongocdc.cli.options import (
-    BootstrapOpt,
-    ConnectionStringOpt,
-    MetricsPortOpt,
-    NameOpt,
-    OffsetsOpt,
-    OutputOpt,
-    TopicPrefixOpt,
-)
+from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, settings_flags
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
 
 log = logging.getLogger("mongocdc.stream")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def stream(
-        ctx: typer.Context,
-        output: OutputOpt = Output.table,
-        connection_string: ConnectionStringOpt = None,
-        topic_prefix: TopicPrefixOpt = None,
-        bootstrap_servers: BootstrapOpt = None,
-        offsets: OffsetsOpt = None,
-        name: NameOpt = None,
-        metrics_port: MetricsPortOpt = None,
-    ) -> None:
-        """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset."""
-        from mongocdc import wiring
-        from mongocdc.engine.metrics import Metrics
-        from mongocdc.engine.streaming import StreamStats
+@settings_flags(*CONNECTOR_FLAGS, "metrics.port")
+def stream(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
+    """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset."""
+    from mongocdc import wiring
+    from mongocdc.engine.metrics import Metrics
+    from mongocdc.engine.streaming import StreamStats
 
-        settings = state(ctx).settings(
-            connection_string=connection_string,
-            topic_prefix=topic_prefix,
-            bootstrap_servers=bootstrap_servers,
-            offsets=offsets,
-            name=name,
-            metrics_port=metrics_port,
-        )
-        metrics = Metrics(settings.name)
-        stopper = GracefulStop()
+    settings = state(ctx).settings()
+    metrics = Metrics(settings.name)
+    stopper = GracefulStop()
 
-        def on_status(stats: StreamStats) -> None:
-            if output is Output.json:
-                render.print_json(
-                    {
-                        "status": "streaming",
-                        "at": datetime.now(UTC).isoformat(),
-                        **stats.to_dict(),
-                        "metrics": metrics.to_dict(),
-                    }
-                )
-            else:
-                log.info(
-                    "streamed %d events (c=%d u=%d d=%d), %d commits",
-                    stats.total,
-                    stats.events["c"],
-                    stats.events["u"],
-                    stats.events["d"],
-                    stats.commits,
-                )
-
-        with (
-            stopper.installed(),
-            serve_metrics(metrics, settings.metrics_port),
-            SnapshotProgressView() as progress,
-            wiring.connector(
-                settings, stop=stopper.event, on_status=on_status, on_progress=progress.update, metrics=metrics
-            ) as task,
-        ):
-            result = task.run()
-        if result.snapshot is not None:
-            render_summary(output, result.snapshot)
-        stats = result.stream or StreamStats()
-        summary = {"status": "stopped", **stats.to_dict()}
+    def on_status(stats: StreamStats) -> None:
         if output is Output.json:
-            render.print_json(summary)
+            render.print_json(
+                {
+                    "status": "streaming",
+                    "at": datetime.now(UTC).isoformat(),
+                    **stats.to_dict(),
+                    "metrics": metrics.to_dict(),
+                }
+            )
         else:
-            rows = [[op, n] for op, n in stats.events.items()] + [
-                ["tombstones", stats.tombstones],
-                ["commits", stats.commits],
-            ]
-            render.table("stream stopped", ["", "count"], rows)
-        if stopper.exit_code:
-            raise typer.Exit(stopper.exit_code)
+            log.info(
+                "streamed %d events (c=%d u=%d d=%d), %d commits",
+                stats.total,
+                stats.events["c"],
+                stats.events["u"],
+                stats.events["d"],
+                stats.commits,
+            )
+
+    with (
+        stopper.installed(),
+        serve_metrics(metrics, settings.metrics_port),
+        SnapshotProgressView() as progress,
+        wiring.connector(
+            settings, stop=stopper.event, on_status=on_status, on_progress=progress.update, metrics=metrics
+        ) as task,
+    ):
+        result = task.run()
+    if result.snapshot is not None:
+        render_summary(output, result.snapshot)
+    stats = result.stream or StreamStats()
+    summary = {"status": "stopped", **stats.to_dict()}
+    if output is Output.json:
+        render.print_json(summary)
+    else:
+        rows = [[op, n] for op, n in stats.events.items()] + [
+            ["tombstones", stats.tombstones],
+            ["commits", stats.commits],
+        ]
+        render.table("stream stopped", ["", "count"], rows)
+    if stopper.exit_code:
+        raise typer.Exit(stopper.exit_code)

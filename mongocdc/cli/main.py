@@ -114,14 +114,16 @@ def version() -> None:
     sys.stdout.write(f"mongocdc {__version__}\n")
 
 
-commands_data.register(app)
-commands_stream.register(app)
-commands_snapshot.register(app)
-commands_signal.register(app)
+app.command()(commands_data.discover)
+app.add_typer(commands_data.topic_app, name="topic")
+app.command()(commands_stream.stream)
+app.command()(commands_snapshot.snapshot)
+app.add_typer(commands_signal.signal_app, name="signal")
 commands_offsets.register(app)
-commands_config.register(app)
-commands_replicate.register(app)
-commands_spark.register(app)
+app.add_typer(commands_config.config_app, name="config")
+app.add_typer(commands_replicate.failover_app, name="failover")
+app.command()(commands_replicate.replicate)
+app.add_typer(commands_spark.spark_app, name="spark")
 
 
 def _print_error(error: MongocdcError) -> None:

@@ -1,45 +1,103 @@
-"""Option declarations shared by several commands (one definition, many commands)."""
+"""Option declarations shared by several commands (one definition, many commands).
+
+The options that set configuration properties (``--topic-prefix``, ``--source``, …) are declared
+once, by the ``flag=`` of their ``Settings`` row (option, help, metavar), and a command takes them
+with ``settings_flags``: it names the properties, the options are added after its own, and their
+values reach ``State.settings()`` as overrides of those properties (flags > environment > file).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, TypeVar
 
+import click
 import typer
 
-from mongocdc.cli.state import Output
+from mongocdc.cli.state import Output, state
+from mongocdc.config import PROPERTIES, parse_offsets_spec
+from mongocdc.config.values import IntType
 
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="Output format: table for people, json for scripts.")]
-ConnectionStringOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--connection-string",
-        help="MongoDB connection string (mongodb.connection.string).",
-        show_default=False,
-    ),
-]
-TopicPrefixOpt = Annotated[
-    str | None, typer.Option("--topic-prefix", help="Prefix of every topic name (topic.prefix).", show_default=False)
-]
-BootstrapOpt = Annotated[
-    str | None,
-    typer.Option("--bootstrap-servers", help="Kafka bootstrap servers (kafka.bootstrap.servers).", show_default=False),
-]
-OffsetsOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--offsets",
-        help="Offset store: sqlite:PATH or kafka:TOPIC (offset.storage and its file or topic).",
-        show_default=False,
-    ),
-]
-NameOpt = Annotated[
-    str | None, typer.Option("--name", help="Connector name the offsets are kept under (name).", show_default=False)
-]
-MetricsPortOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--metrics-port",
-        help="Serve Prometheus metrics on this port at /metrics (metrics.port; 0 turns it off).",
-        show_default=False,
-    ),
-]
+
+
+@dataclass(frozen=True)
+class SettingsFlag:
+    """A command-line option that sets configuration properties."""
+
+    param: str
+    """The command parameter Typer gives it (never seen by the command itself)."""
+    annotation: Any
+    """Its declaration: ``Annotated[<type> | None, typer.Option(...)]``."""
+    overrides: Callable[[Any], Mapping[str, object]]
+    """The properties a given value sets, by name."""
+
+
+def property_flag(name: str) -> SettingsFlag:
+    """The option declared by the ``flag=`` of property ``name``'s ``Settings`` row."""
+    prop = PROPERTIES[name]
+    if prop.flag is None:
+        raise ValueError(f"{name} has no command-line option: give its Settings row a flag=")
+    option = typer.Option(prop.flag.option, help=prop.flag.help, metavar=prop.flag.metavar, show_default=False)
+    annotation: Any = (
+        Annotated[int | None, option] if isinstance(prop.value_type, IntType) else Annotated[str | None, option]
+    )
+    return SettingsFlag(prop.attr, annotation, lambda value: {name: value})
+
+
+OFFSETS: Final = SettingsFlag(
+    "offsets",
+    Annotated[
+        str | None,
+        typer.Option(
+            "--offsets",
+            help="Offset store: sqlite:PATH or kafka:TOPIC (offset.storage and its file or topic).",
+            show_default=False,
+        ),
+    ],
+    lambda value: parse_offsets_spec(str(value)),
+)
+"""``--offsets sqlite:PATH|kafka:TOPIC``: ``offset.storage`` and the file or topic, in one option."""
+
+CONNECTOR_FLAGS: Final = ("mongodb.connection.string", "topic.prefix", "kafka.bootstrap.servers", OFFSETS, "name")
+"""What a connector's commands (``stream``, ``snapshot``, ``config``) take: where it reads, writes and keeps offsets."""
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def settings_flags(*flags: str | SettingsFlag) -> Callable[[Command], Command]:
+    """Give a command the options that set ``flags`` (property names, or ``OFFSETS``), after its own.
+
+    The command does not see them: their values become overrides of their properties on the
+    invocation's ``State``, which ``state(ctx).settings()`` applies. Put it under ``@app.command()``.
+    """
+    declared = [flag if isinstance(flag, SettingsFlag) else property_flag(flag) for flag in flags]
+
+    def decorate(command: Command) -> Command:
+        signature = inspect.signature(command, eval_str=True)
+        taken = set(signature.parameters) & {flag.param for flag in declared}
+        if taken:
+            raise TypeError(f"{command.__name__} has its own parameter(s) {sorted(taken)} that a settings flag takes")
+
+        @functools.wraps(command)
+        def with_flags(*args: Any, **kwargs: Any) -> Any:
+            overrides = state(click.get_current_context()).overrides
+            for flag in declared:
+                value = kwargs.pop(flag.param)
+                if value is not None:
+                    overrides.update(flag.overrides(value))
+            return command(*args, **kwargs)
+
+        extra = [
+            inspect.Parameter(flag.param, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=flag.annotation)
+            for flag in declared
+        ]
+        with_flags.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[*signature.parameters.values(), *extra]
+        )
+        return with_flags  # type: ignore[return-value]
+
+    return decorate

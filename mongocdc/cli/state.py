@@ -12,9 +12,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import typer
+import click
 
-from mongocdc.config import Settings, load_settings, parse_offsets_spec, redact_text
+from mongocdc.config import Settings, load_settings, redact_text
 
 
 class Output(StrEnum):
@@ -36,37 +36,22 @@ class LogLevel(StrEnum):
 
 @dataclass
 class State:
-    """What the global options said; kept on the Typer context."""
+    """What the global options and the command's settings flags said; kept on the Typer context."""
 
     config: Path | None = None
     log_level: LogLevel = LogLevel.info
     log_format: LogFormat = LogFormat.text
     traceback: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
+    """Property values given by the command's flags (``options.settings_flags``), by property name."""
 
-    def settings(self, **flags: Any) -> Settings:
+    def settings(self) -> Settings:
         """Effective settings: flags > environment > config file > defaults."""
-        overrides: dict[str, Any] = {}
-        for key, value in flags.items():
-            if value is None:
-                continue
-            if key == "offsets":
-                overrides.update(parse_offsets_spec(str(value)))
-            else:
-                overrides[FLAG_PROPERTIES[key]] = value
-        return load_settings(self.config, os.environ, overrides)
+        return load_settings(self.config, os.environ, self.overrides)
 
 
-FLAG_PROPERTIES = {
-    "connection_string": "mongodb.connection.string",
-    "topic_prefix": "topic.prefix",
-    "bootstrap_servers": "kafka.bootstrap.servers",
-    "name": "name",
-    "metrics_port": "metrics.port",
-}
-
-
-def state(ctx: typer.Context) -> State:
+def state(ctx: click.Context) -> State:
+    """The invocation's ``State`` (on the root context; made when a test invokes a command alone)."""
     obj = ctx.find_root().obj
     if not isinstance(obj, State):
         obj = State()

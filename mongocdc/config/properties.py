@@ -50,6 +50,19 @@ DEFAULT_TOPIC_NAMING_STRATEGY: Final = "io.debezium.schema.DefaultTopicNamingStr
 
 
 @dataclass(frozen=True)
+class Flag:
+    """The command-line option that sets a property: the CLI declares it from this, on every command that
+    takes it, and passes its value on as that property (flags win over the environment and the file)."""
+
+    option: str
+    """The option, ``--topic-prefix``."""
+    help: str
+    """One line of ``--help``, naming the property."""
+    metavar: str | None = None
+    """What ``--help`` shows for the value (``HOST:PORT,…``); the value's type when ``None``."""
+
+
+@dataclass(frozen=True)
 class Property:
     """One configuration property: its Debezium name, type, default and documentation.
 
@@ -65,7 +78,7 @@ class Property:
     doc: str
     secret: bool = False
     validator: Validator | None = None
-    flag: str | None = None
+    flag: Flag | None = None
 
     @property
     def attr(self) -> str:
@@ -102,7 +115,7 @@ def setting(
     *,
     secret: bool = False,
     validator: Validator | None = None,
-    flag: str | None = None,
+    flag: Flag | None = None,
 ) -> Any:
     """Declare a ``Settings`` field as the property ``name`` (the field's default is ``default``)."""
     prop = Property(name, value_type, default, doc, secret=secret, validator=validator, flag=flag)

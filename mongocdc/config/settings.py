@@ -27,6 +27,7 @@ from mongocdc.config.properties import (
     CaptureScope,
     ConnectionMode,
     FiltersMatchMode,
+    Flag,
     FullUpdateType,
     OffsetStorage,
     OversizeHandlingMode,
@@ -118,7 +119,7 @@ class Settings:
         "mongocdc",
         "Logical name of the connector; its offsets are stored under it, so connectors sharing an offset store "
         "need different names.",
-        flag="--name",
+        flag=Flag("--name", "Connector name the offsets are kept under (name)."),
     )
     mongodb_connection_string: str | None = setting(
         "mongodb.connection.string",
@@ -128,7 +129,7 @@ class Settings:
         "capture; required by capture commands, its password is never printed.",
         secret=True,
         validator=check_connection_string,
-        flag="--connection-string",
+        flag=Flag("--connection-string", "MongoDB connection string (mongodb.connection.string)."),
     )
     mongodb_user: str | None = setting(
         "mongodb.user",
@@ -219,7 +220,7 @@ class Settings:
         "Prefix of every topic name (`<prefix>.<database>.<collection>`) and the logical server name in each "
         "event's source block; required by capture commands.",
         validator=check_topic_prefix,
-        flag="--topic-prefix",
+        flag=Flag("--topic-prefix", "Prefix of every topic name (topic.prefix)."),
     )
 
     # --- topology --------------------------------------------------------------
@@ -402,7 +403,7 @@ class Settings:
         "Comma-separated `host:port` list of Kafka brokers. Every other `kafka.*` property goes to librdkafka "
         "without the prefix (`kafka.security.protocol`, `kafka.sasl.username`, …).",
         validator=check_bootstrap_servers,
-        flag="--bootstrap-servers",
+        flag=Flag("--bootstrap-servers", "Kafka bootstrap servers (kafka.bootstrap.servers)."),
     )
     topic_naming_strategy: str = setting(
         "topic.naming.strategy",
@@ -694,7 +695,12 @@ class Settings:
         "other `src.kafka.*` property goes to that cluster's librdkafka clients without the prefix "
         "(`src.kafka.security.protocol`, `src.kafka.sasl.username`, …).",
         validator=check_bootstrap_servers,
-        flag="--source",
+        flag=Flag(
+            "--source",
+            "Bootstrap servers of the source cluster (src.kafka.bootstrap.servers; other src.kafka.* settings such "
+            "as SASL/SSL come from the config file or MONGOCDC_SRC_KAFKA_*).",
+            metavar="HOST:PORT,…",
+        ),
     )
     dest_kafka_bootstrap_servers: str | None = setting(
         "dest.kafka.bootstrap.servers",
@@ -703,7 +709,12 @@ class Settings:
         "Comma-separated `host:port` list of the target cluster of `replicate` and `failover translate`; every "
         "other `dest.kafka.*` property goes to its librdkafka clients without the prefix.",
         validator=check_bootstrap_servers,
-        flag="--target",
+        flag=Flag(
+            "--target",
+            "Bootstrap servers of the target cluster (dest.kafka.bootstrap.servers; other dest.kafka.* settings "
+            "come from the config file or MONGOCDC_DEST_KAFKA_*).",
+            metavar="HOST:PORT,…",
+        ),
     )
     topics: tuple[str, ...] = setting(
         "topics",
@@ -711,7 +722,11 @@ class Settings:
         (".*",),
         "Comma-separated regular expressions matched against whole source topic names; matching topics are "
         "replicated (new ones are picked up every `refresh.topics.interval.seconds`).",
-        flag="--topics",
+        flag=Flag(
+            "--topics",
+            "Regular expression(s), comma-separated, matched against whole source topic names (topics).",
+            metavar="REGEX",
+        ),
     )
     topics_exclude: tuple[str, ...] = setting(
         "topics.exclude",
@@ -727,7 +742,9 @@ class Settings:
         "Name of a target topic: `${topic}` is the source topic, `${source}` the source cluster's alias (its "
         "cluster id unless `source.cluster.alias` is set); for example `${topic}.replica`.",
         validator=check_rename_format,
-        flag="--rename-format",
+        flag=Flag(
+            "--rename-format", "Target topic name, e.g. '${topic}.replica' (topic.rename.format).", metavar="FORMAT"
+        ),
     )
     groups: tuple[str, ...] = setting(
         "groups",
@@ -735,7 +752,12 @@ class Settings:
         (".*",),
         "Comma-separated regular expressions matched against whole consumer group ids on the source cluster; "
         "`replicate` writes checkpoints of the committed offsets of matching groups.",
-        flag="--groups",
+        flag=Flag(
+            "--groups",
+            "Regular expression(s), comma-separated, matched against whole source consumer group ids whose offsets "
+            "are checkpointed on the target (groups).",
+            metavar="REGEX",
+        ),
     )
     groups_exclude: tuple[str, ...] = setting(
         "groups.exclude",
@@ -821,7 +843,9 @@ class Settings:
         _PORT,
         0,
         "TCP port of the Prometheus metrics endpoint (`http://<host>:<port>/metrics`); 0 disables it.",
-        flag="--metrics-port",
+        flag=Flag(
+            "--metrics-port", "Serve Prometheus metrics on this port at /metrics (metrics.port; 0 turns it off)."
+        ),
     )
 
     # --- not properties --------------------------------------------------------
@@ -985,5 +1009,5 @@ def _how_to_set(name: str) -> str:
     prop = PROPERTIES.get(name)
     ways = [f"the config file ({name}: <value>)", f"the environment variable {env_var_for(name)}"]
     if prop is not None and prop.flag:
-        ways.append(f"the {prop.flag} flag")
+        ways.append(f"the {prop.flag.option} flag")
     return f"Set {name} in " + ", ".join(ways[:-1]) + f" or {ways[-1]}."

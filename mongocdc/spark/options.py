@@ -1,8 +1,9 @@
 """What one run of the Spark job does (``JobOptions``), its argument form and the table layout.
 
-Plain Python: the command line builds ``JobOptions`` from its flags and the config file,
-the launcher turns them into the job's arguments (``to_args``) for ``spark-submit`` or an
-in-process run, and the job parses them back (``from_args``).
+Plain Python: ``spark run`` builds ``JobOptions`` from its flags and the config file
+(``from_cli``, which checks every flag: ``UsageError``, exit 2), the launcher turns them into the
+job's arguments (``to_args``) for ``spark-submit`` or an in-process run, and the job parses them
+back (``from_args``).
 
 Table layout under the warehouse (a local path or any Hadoop filesystem URI)::
 
@@ -15,10 +16,20 @@ Table layout under the warehouse (a local path or any Hadoop filesystem URI)::
 from __future__ import annotations
 
 import argparse
+import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mongocdc.errors import UsageError
+
+if TYPE_CHECKING:
+    from mongocdc.config import Settings
+
+log = logging.getLogger("mongocdc.spark")
 
 
 class TableFormat(StrEnum):
@@ -53,6 +64,13 @@ def parse_retention(text: str) -> int | None:
 
 DEFAULT_DELETE_RETENTION_MS = parse_retention(DEFAULT_DELETE_RETENTION)
 
+DEFAULT_CHECKPOINT = "_mongocdc/checkpoint"
+"""Where under the warehouse the streaming query keeps its checkpoint unless ``--checkpoint`` says."""
+
+
+def default_checkpoint(warehouse: str) -> str:
+    return f"{warehouse.rstrip('/')}/{DEFAULT_CHECKPOINT}"
+
 
 @dataclass(frozen=True)
 class JobOptions:
@@ -81,6 +99,99 @@ class JobOptions:
     query_name: str = "mongocdc"
     delete_retention_ms: int | None = DEFAULT_DELETE_RETENTION_MS
     """How long a delete marker is kept at least, in source time (``None``: as long as the table)."""
+
+    @classmethod
+    def from_cli(
+        cls,
+        settings: Callable[[], Settings],
+        *,
+        warehouse: str,
+        checkpoint: str | None,
+        topics: Sequence[str],
+        topic_pattern: str | None,
+        once: bool,
+        trigger_interval: str | None,
+        changelog: bool,
+        columns: str | None,
+        schema_file: Path | None,
+        starting_offsets: StartingOffsets,
+        max_offsets_per_trigger: int | None,
+        min_partitions: int | None,
+        delete_retention: str,
+        kafka_options: Sequence[str],
+        query_name: str,
+    ) -> JobOptions:
+        """The options of ``spark run``'s flags (named as the flags) and the configuration.
+
+        Every flag is checked first (``UsageError``, exit 2, naming the flag); ``settings`` is read
+        after, for ``topic.prefix`` (the default topics and the transaction and heartbeat topics
+        skipped) and the ``kafka.*`` client settings, translated to Java client properties (the
+        ``--kafka-option`` ones win; one without a Java equivalent is warned about).
+        """
+        topic_list = split_list(topics)
+        if topic_list and topic_pattern:
+            raise UsageError("--topics and --topic-pattern both select topics", hint="use one of them")
+        if once and trigger_interval:
+            raise UsageError(
+                "--once and --trigger-interval exclude each other",
+                hint="--once reads what is there and stops; --trigger-interval paces a job that keeps running",
+            )
+        if topic_pattern is not None:
+            try:
+                re.compile(topic_pattern)
+            except re.error as exc:
+                raise UsageError(
+                    f"--topic-pattern {topic_pattern!r} is not a regular expression: {exc}",
+                    hint="it is matched against whole topic names, e.g. 'dbserver1\\..*'",
+                ) from exc
+        try:
+            retention_ms = parse_retention(delete_retention)
+        except ValueError as exc:
+            raise UsageError(
+                f"--delete-retention {exc}",
+                hint="keep markers longer than any replay can reach back (the topics' retention), e.g. 7d",
+            ) from exc
+        java_options = parse_pairs(kafka_options, "--kafka-option")
+        schema = read_columns(columns, schema_file)
+
+        config = settings()
+        prefix = config.topic_prefix
+        if not topic_list and topic_pattern is None:
+            if prefix is None:
+                raise UsageError(
+                    "no topics to read: give --topics or --topic-pattern, or set topic.prefix",
+                    hint="e.g. --topic-pattern 'dbserver1\\..*', or the connector's config file with --config",
+                )
+            topic_pattern = re.escape(prefix) + r"\..*"
+        mapped, unmapped = java_kafka_options(config.kafka_client)
+        if unmapped:
+            log.warning(
+                "kafka.%s: no Java client equivalent known; the Spark job connects without %s (pass Java client "
+                "properties with --kafka-option)",
+                ", kafka.".join(unmapped),
+                "it" if len(unmapped) == 1 else "them",
+            )
+        skip_topics = skip_topics_regex(prefix, config.topic_transaction, config.topic_heartbeat_prefix)
+        if config.topic_heartbeat_name:
+            skip_topics += f"|{re.escape(config.topic_heartbeat_name)}"
+        return cls(
+            bootstrap_servers=config.kafka_bootstrap_servers,
+            warehouse=warehouse,
+            checkpoint=checkpoint or default_checkpoint(warehouse),
+            topics=topic_list,
+            topic_pattern=topic_pattern,
+            skip_topics=skip_topics,
+            kafka_options={**mapped, **java_options},
+            changelog=changelog,
+            once=once,
+            trigger_interval=trigger_interval,
+            columns=schema,
+            starting_offsets=starting_offsets,
+            max_offsets_per_trigger=max_offsets_per_trigger,
+            min_partitions=min_partitions,
+            query_name=query_name,
+            delete_retention_ms=retention_ms,
+        )
 
     def to_args(self) -> list[str]:
         """The job's command-line arguments (what ``from_args`` reads back)."""
@@ -154,6 +265,48 @@ class JobOptions:
             query_name=ns.query_name,
             delete_retention_ms=None if ns.delete_retention_ms == "forever" else int(ns.delete_retention_ms),
         )
+
+
+def split_list(values: Sequence[str]) -> tuple[str, ...]:
+    """Repeated and comma-separated values as one list (``--topics a,b --topics c``)."""
+    return tuple(item.strip() for text in values for item in text.split(",") if item.strip())
+
+
+def parse_pairs(values: Sequence[str], option: str) -> dict[str, str]:
+    """Repeated ``KEY=VALUE`` values of ``option``; ``UsageError`` for one without ``=``."""
+    result: dict[str, str] = {}
+    for text in values:
+        key, equals, value = text.partition("=")
+        if not equals or not key.strip():
+            raise UsageError(f"{option} {text!r} is not KEY=VALUE", hint=f"write it as {option} key=value")
+        result[key.strip()] = value
+    return result
+
+
+def read_columns(columns: str | None, schema_file: Path | None) -> str | None:
+    """The document's schema from ``--columns`` or ``--schema-file`` (one of them), ``None`` for neither."""
+    if columns and schema_file:
+        raise UsageError("--columns and --schema-file both give the schema", hint="use one of them")
+    if schema_file is not None:
+        try:
+            text = schema_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise UsageError(f"--schema-file {schema_file}: {exc.strerror}", hint="give a readable file") from exc
+        if not text:
+            raise UsageError(f"--schema-file {schema_file} is empty", hint="write Spark DDL or a Spark JSON schema")
+        return text
+    return columns_ddl(columns) if columns else None
+
+
+_SHORT_FIELD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([A-Za-z][A-Za-z0-9_<>,() ]*)\s*$")
+
+
+def columns_ddl(columns: str) -> str:
+    """``name:string,qty:int`` as Spark DDL; DDL itself (``name STRING, qty INT``) passes unchanged."""
+    fields = [f for f in columns.split(",") if f.strip()]
+    if fields and all(_SHORT_FIELD.match(f) for f in fields):
+        return ", ".join(f"`{m.group(1)}` {m.group(2).strip()}" for f in fields if (m := _SHORT_FIELD.match(f)))
+    return columns
 
 
 def skip_topics_regex(topic_prefix: str | None, transaction_suffix: str, heartbeat_prefix: str) -> str:

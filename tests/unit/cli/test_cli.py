@@ -11,6 +11,9 @@ import typer
 
 from mongocdc.cli import docs
 from mongocdc.cli.main import app, run
+from mongocdc.cli.options import OFFSETS, settings_flags
+from mongocdc.cli.state import state
+from mongocdc.config import PROPERTIES, Settings
 from mongocdc.errors import ExitCode
 
 REPO = Path(__file__).resolve().parents[3]
@@ -138,6 +141,56 @@ def test_every_command_and_option_has_help_text() -> None:
             if isinstance(param, click.Argument) and not getattr(param, "help", None):
                 missing.append(f"{node.name} {param.name}")
     assert missing == []
+
+
+def test_options_that_set_properties_are_the_flags_their_settings_rows_declare() -> None:
+    root = typer.main.get_command(app)
+    options = [option for node in docs.walk(root) for option in docs.options_of(node.command)]
+    for prop in PROPERTIES.values():
+        if prop.flag is None:
+            continue
+        assert prop.name in prop.flag.help, f"the help of {prop.flag.option} names {prop.name}"
+        declared = [o for o in options if prop.flag.option in o.opts and o.help == prop.flag.help]
+        assert declared, f"no command takes {prop.flag.option}"
+        assert all(o.metavar == prop.flag.metavar for o in declared)
+
+
+def test_settings_flags_override_the_properties_they_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    values = {
+        "name": "fromflag",
+        "mongodb.connection.string": "mongodb://db1:27017/?replicaSet=rs0",
+        "topic.prefix": "fromflag",
+        "kafka.bootstrap.servers": "k1:9092",
+        "src.kafka.bootstrap.servers": "s1:9092",
+        "dest.kafka.bootstrap.servers": "t1:9092",
+        "topics": "orders.*",
+        "topic.rename.format": "${topic}.replica",
+        "groups": "app.*",
+        "metrics.port": "9100",
+    }
+    assert set(values) == {name for name, prop in PROPERTIES.items() if prop.flag}
+    monkeypatch.setenv("MONGOCDC_TOPIC_PREFIX", "fromenv")
+    monkeypatch.setenv("MONGOCDC_GROUPS", "fromenv")
+    seen: list[Settings] = []
+    probe = typer.Typer()
+
+    @probe.command()
+    @settings_flags(*values, OFFSETS)
+    def show(ctx: typer.Context) -> None:
+        seen.append(state(ctx).settings())
+
+    argv = ["--offsets", "kafka:offsets-topic"]
+    for name, value in values.items():
+        flag = PROPERTIES[name].flag
+        assert flag is not None
+        argv += [flag.option, value]
+    typer.main.get_command(probe).main(argv, standalone_mode=False)
+    settings = seen[0]
+    for name, value in values.items():
+        assert PROPERTIES[name].render(settings.get(name)) == PROPERTIES[name].render(PROPERTIES[name].parse(value))
+    assert settings.offset_storage == "kafka" and settings.offset_storage_topic == "offsets-topic"
+    typer.main.get_command(probe).main([], standalone_mode=False)
+    assert seen[1].topic_prefix == "fromenv" and seen[1].groups == ("fromenv",)
 
 
 def test_generated_docs_are_fresh() -> None:

@@ -466,7 +466,8 @@ def test_defaults_of_the_snapshot_topology_field_and_monitoring_properties() -> 
     assert settings.offset_storage_partitions == 25
     assert settings.offset_storage_replication_factor == -1
     assert settings.metrics_port == 0
-    assert PROPERTIES["metrics.port"].flag == "--metrics-port"
+    assert PROPERTIES["metrics.port"].flag is not None
+    assert PROPERTIES["metrics.port"].flag.option == "--metrics-port"
     assert "kafka.unavailable.timeout.ms" not in PROPERTIES
 
 

@@ -151,6 +151,14 @@ def test_bad_options_exit_2_with_the_reason(
     assert err.startswith(f"error: {message}") and "\nhint: " in err
 
 
+def test_flags_are_checked_before_the_configuration_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = config(tmp_path, "max.batch.size: many\n")
+    argv = ["--config", str(cfg), "spark", "run", "--warehouse", "/w", "--once", "--trigger-interval", "5 seconds"]
+    assert run(argv) == ExitCode.USAGE
+    assert "--once and --trigger-interval exclude each other" in capsys.readouterr().err
+    assert run(["--config", str(cfg), "spark", "run", "--warehouse", "/w", "--once"]) == ExitCode.CONFIG
+
+
 def test_no_topics_and_no_prefix_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["spark", "run", "--warehouse", str(tmp_path)]) == ExitCode.USAGE
     assert "no topics to read" in capsys.readouterr().err
