@@ -43,8 +43,8 @@ def settings(
 def _runner(group: ConnectorGroup) -> ConnectorGroup | ConnectorTask:
     """The replica set's one ``ConnectorTask``, run directly.
 
-    ``ConnectorGroup.run`` notices that its task threads ended only every 0.2 s (``stop.wait(0.2)``),
-    which would add up to 0.2 s to every measured run; that latency is reported on its own instead.
+    ``ConnectorGroup.run`` runs it on a thread of its own and waits for that thread, which would add to
+    every measured run; that latency is reported on its own instead.
     """
     if len(group.tasks) == 1:
         return next(iter(group.tasks.values()))

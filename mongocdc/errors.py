@@ -67,12 +67,6 @@ class UnsupportedTopologyError(ConfigError):
     """The deployment cannot be captured (for example a standalone server without an oplog)."""
 
 
-class NotImplementedYetError(MongocdcError):
-    """A command that exists in the command tree but is not built yet."""
-
-    exit_code = ExitCode.UNEXPECTED
-
-
 class MalformedEventError(MongocdcError):
     """MongoDB returned a change event mongocdc cannot read (a field every change event has is missing or of
     another type, or the fragments of a split event do not fit together).

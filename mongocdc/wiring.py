@@ -7,10 +7,9 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, assert_never
 
 from mongocdc.config import Settings
-from mongocdc.errors import NotImplementedYetError
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.offsets.base import OffsetStore
 from mongocdc.retry import Backoff
@@ -21,6 +20,17 @@ if TYPE_CHECKING:
     from mongocdc.engine.metrics import Metrics
     from mongocdc.engine.snapshot import ProgressCallback
     from mongocdc.engine.streaming import StreamStats
+    from mongocdc.events.position import Position
+    from mongocdc.events.transforms import FieldTransforms
+    from mongocdc.replication.clients import Cluster
+    from mongocdc.replication.failover import Translator
+    from mongocdc.replication.mirror import Replicator
+    from mongocdc.sinks.kafka.notifications import NotificationLog, NotificationSink
+    from mongocdc.sinks.kafka.producer import KafkaSink
+    from mongocdc.sources.mongo.client import Client, ClientOptions, PrimaryWatch
+    from mongocdc.sources.mongo.stream import MongoChangeStreamSource
+    from mongocdc.sources.mongo.topology import Shard
+    from mongocdc.sources.read_ahead import ReadAheadSource
 
 log = logging.getLogger("mongocdc.wiring")
 
@@ -33,7 +43,7 @@ def backoff(settings: Settings) -> Backoff:
     )
 
 
-def client_options(settings: Settings) -> Any:
+def client_options(settings: Settings) -> ClientOptions:
     """The MongoDB driver settings of ``mongodb.user``, ``mongodb.ssl.*`` and the ``mongodb.*.ms`` timeouts."""
     from mongocdc.sources.mongo.client import ClientOptions
 
@@ -53,7 +63,7 @@ def client_options(settings: Settings) -> Any:
     )
 
 
-def mongo_client(settings: Settings, *, listeners: list[Any] | None = None) -> Any:
+def mongo_client(settings: Settings, *, listeners: list[PrimaryWatch] | None = None) -> Client:
     """A connected ``MongoClient`` (retries with the ``connect.*`` backoff)."""
     from mongocdc.sources.mongo.client import connect
 
@@ -92,10 +102,7 @@ def offset_store(settings: Settings, *, create: bool = True) -> OffsetStore:
             store.close()
             raise
         return store
-    raise NotImplementedYetError(
-        f"offset.storage={settings.offset_storage} is not implemented yet",
-        hint="use offset.storage=sqlite (the default) or kafka",
-    )
+    assert_never(settings.offset_storage)
 
 
 def codec(settings: Settings) -> EnvelopeCodec:
@@ -106,7 +113,7 @@ def codec(settings: Settings) -> EnvelopeCodec:
     )
 
 
-def kafka_sink(settings: Settings) -> Any:
+def kafka_sink(settings: Settings) -> KafkaSink:
     """A producer whose cluster answered (retries with the ``connect.*`` backoff)."""
     from mongocdc.kafka.config import producer_settings
     from mongocdc.sinks.kafka.producer import KafkaSink
@@ -124,7 +131,7 @@ def unmatched_patterns(patterns: Iterable[str], names: Iterable[str]) -> list[st
     return [p for p in patterns if not any(re.fullmatch(p, n, re.IGNORECASE) for n in present)]
 
 
-def warn_unmatched_includes(settings: Settings, client: Any) -> None:
+def warn_unmatched_includes(settings: Settings, client: Client) -> None:
     """Say clearly when database.include.list names a database that does not exist (yet)."""
     from mongocdc.sources.mongo.scan import database_names
 
@@ -142,7 +149,7 @@ def warn_unmatched_includes(settings: Settings, client: Any) -> None:
         )
 
 
-def field_transforms(settings: Settings) -> Any:
+def field_transforms(settings: Settings) -> FieldTransforms | None:
     """``field.exclude.list`` and ``field.renames``, or ``None`` when there are none (the fast path)."""
     from mongocdc.events.transforms import FieldTransforms
 
@@ -150,8 +157,10 @@ def field_transforms(settings: Settings) -> Any:
     return transforms if transforms else None
 
 
-def change_source(settings: Settings, client: Any, rs_name: str | None, primary_watch: Any = None) -> Any:
-    """The change stream source of one partition.
+def change_source(
+    settings: Settings, client: Client, rs_name: str | None, primary_watch: PrimaryWatch | None = None
+) -> ReadAheadSource[MongoChangeStreamSource]:
+    """The change stream source of one partition, read one batch ahead of the streaming loop.
 
     With a capture mode that relies on stored pre- or post-images, each captured collection
     without ``changeStreamPreAndPostImages`` gets a warning at start naming the ``collMod``
@@ -208,7 +217,7 @@ def heartbeat_topic(settings: Settings) -> str:
     return settings.topic_heartbeat_name or f"{settings.topic_heartbeat_prefix}.{settings.topic_prefix}"
 
 
-def start_position(settings: Settings) -> Any:
+def start_position(settings: Settings) -> Position | None:
     """Where streaming starts without a stored offset (``capture.start.op.time``), or ``None``: the present."""
     if settings.capture_start_op_time < 0:
         return None
@@ -254,8 +263,8 @@ def connector(
     from mongocdc.engine.connector import ConnectorGroup
     from mongocdc.engine.metrics import Metrics
     from mongocdc.sources.mongo.client import PrimaryWatch, connect
-    from mongocdc.sources.mongo.shards import list_shards, shard_connection_string, shards_behind
-    from mongocdc.sources.mongo.topology import Shard, discover
+    from mongocdc.sources.mongo.shards import shard_connection_string, shards_behind
+    from mongocdc.sources.mongo.topology import discover
 
     envelope = codec(settings)
     metrics = metrics or Metrics(settings.name)
@@ -276,7 +285,9 @@ def connector(
 
         task_ids = itertools.count()
 
-        def task_for(client: Any, rs: str | None, partition: str, watch: Any) -> ConnectorTask:
+        def task_for(
+            client: Client, rs: str | None, partition: str, watch: PrimaryWatch, task_stop: threading.Event
+        ) -> ConnectorTask:
             return connector_task(
                 settings,
                 client,
@@ -286,13 +297,15 @@ def connector(
                 sink=sink,
                 store=store,
                 envelope=envelope.for_task(next(task_ids)),  # the taskId header
-                stop=stop,
+                stop=task_stop,
                 on_status=on_status,
                 on_progress=on_progress,
                 metrics=metrics,
             )
 
         def shard_task(shard: Shard) -> ConnectorTask:
+            """A task of its own for the shard's replica set, with a stop event of its own (the group ends it
+            when the shard leaves)."""
             assert shard.replica_set is not None and settings.mongodb_connection_string is not None
             watch = PrimaryWatch()
             client = connect(
@@ -302,31 +315,10 @@ def connector(
                 event_listeners=[watch],
             )
             resources.callback(client.close)
-            return task_for(client, shard.replica_set, shard.replica_set, watch)
+            return task_for(client, shard.replica_set, shard.replica_set, watch, threading.Event())
 
         if shards:
-            from mongocdc.engine.assignment import assign
-
-            groups = assign([str(s.replica_set) for s in shards], settings.tasks_max)
-            log.info(
-                "sharded cluster, one stream per shard replica set: %s",
-                "; ".join(f"task {i}: {', '.join(g)}" for i, g in enumerate(groups)),
-            )
-            tasks = {str(s.replica_set): shard_task(s) for s in shards}
-            known = set(tasks)
-
-            def poll_new() -> dict[str, ConnectorTask]:
-                added = {}
-                for shard in list_shards(seed):
-                    if shard.replica_set and shard.replica_set not in known:
-                        log.info("new shard %s (%s): starting its stream", shard.name, shard.replica_set)
-                        known.add(shard.replica_set)
-                        added[shard.replica_set] = shard_task(shard)
-                return added
-
-            group = ConnectorGroup(
-                tasks, stop, poll_new=poll_new, poll_interval_s=settings.mongodb_poll_interval_ms / 1000
-            )
+            group = shard_group(settings, seed, shards, shard_task, stop)
         else:
             log.info(
                 "capturing %s %s (%s scope) into %s as %s.<db>.<collection>",
@@ -336,19 +328,53 @@ def connector(
                 settings.kafka_client.get("bootstrap.servers"),
                 settings.topic_prefix,
             )
-            task = task_for(seed, topology.replica_set, topology.partition, seed_watch)
+            task = task_for(seed, topology.replica_set, topology.partition, seed_watch, stop)
             group = ConnectorGroup({topology.partition: task}, stop)
         yield group
 
 
+def shard_group(
+    settings: Settings,
+    seed: Client,
+    shards: Sequence[Shard],
+    shard_task: Callable[[Shard], ConnectorTask],
+    stop: threading.Event,
+) -> ConnectorGroup:
+    """The tasks of a cluster captured per shard replica set (``mongodb.connection.mode=replica_set``).
+
+    One task per shard replica set (``shard_task`` gives each a stop event of its own), and a
+    ``ShardWatcher`` that the group polls every ``mongodb.poll.interval.ms``, reading the shard list
+    through ``seed``: a shard that joins gets a task, the task of a shard that leaves is ended.
+    """
+    from mongocdc.engine.connector import ConnectorGroup
+    from mongocdc.sources.mongo.shards import ShardWatcher, replica_set_shards
+
+    interval_s = settings.mongodb_poll_interval_ms / 1000
+    log.info(
+        "sharded cluster, one stream per shard replica set: %s (shards that join or leave are looked for every %g s)",
+        ", ".join(str(shard.replica_set) for shard in shards),
+        interval_s,
+    )
+
+    def joined(shard: Shard) -> None:
+        group.add(str(shard.replica_set), shard_task(shard))
+
+    def left(shard: Shard) -> None:
+        group.end(str(shard.replica_set))
+
+    watcher = ShardWatcher(lambda: replica_set_shards(seed), interval_s, joined, left, known=shards)
+    group = ConnectorGroup({str(shard.replica_set): shard_task(shard) for shard in shards}, stop, watcher=watcher)
+    return group
+
+
 def connector_task(
     settings: Settings,
-    client: Any,
+    client: Client,
     rs: str | None,
     partition: str,
-    primary_watch: Any,
+    primary_watch: PrimaryWatch,
     *,
-    sink: Any,
+    sink: KafkaSink,
     store: OffsetStore,
     envelope: EnvelopeCodec,
     stop: threading.Event,
@@ -419,7 +445,7 @@ def connector_task(
     )
 
 
-def incremental_snapshotter(settings: Settings, client: Any, sink: Any) -> IncrementalSnapshotter | None:
+def incremental_snapshotter(settings: Settings, client: Client, sink: KafkaSink) -> IncrementalSnapshotter | None:
     """Signals and incremental snapshots for one task, or ``None`` without ``signal.data.collection``."""
     from mongocdc.engine.incremental_snapshot import IncrementalSnapshotter
     from mongocdc.sources.mongo.scan import QueryReader, captured_collections
@@ -441,7 +467,7 @@ def incremental_snapshotter(settings: Settings, client: Any, sink: Any) -> Incre
             settings.signal_kafka_groupId,
             settings.require("topic.prefix"),
         )
-    notifiers: list[Any] = []
+    notifiers: list[NotificationLog | NotificationSink] = []
     if "log" in settings.notification_enabled_channels:
         from mongocdc.sinks.kafka.notifications import NotificationLog
 
@@ -488,7 +514,7 @@ def incremental_snapshotter(settings: Settings, client: Any, sink: Any) -> Incre
 # --- replication and failover -------------------------------------------------------------
 
 
-def replication_cluster(settings: Settings, role: str) -> Any:
+def replication_cluster(settings: Settings, role: str) -> Cluster:
     """The ``source`` (``src.kafka.*``) or ``target`` (``dest.kafka.*``) cluster of ``replicate``/``failover``."""
     from mongocdc.replication.clients import Cluster
 
@@ -503,7 +529,7 @@ def _timeout(settings: Settings) -> float:
     return settings.connect_timeout_ms / 1000
 
 
-def replicator(settings: Settings, *, shutdown_timeout_s: float = 30.0) -> Any:
+def replicator(settings: Settings, *, shutdown_timeout_s: float = 30.0) -> Replicator:
     """A ``Replicator`` from ``settings`` (not started: ``run`` connects, with the ``connect.*`` retries)."""
     from mongocdc.replication.mirror import Replicator, ReplicatorOptions
 
@@ -533,7 +559,7 @@ def replicator(settings: Settings, *, shutdown_timeout_s: float = 30.0) -> Any:
     return Replicator(replication_cluster(settings, "source"), replication_cluster(settings, "target"), options)
 
 
-def failover_translator(settings: Settings) -> Any:
+def failover_translator(settings: Settings) -> Translator:
     """A ``Translator`` for ``failover translate``: the target is required, the source may be absent or down."""
     from mongocdc.replication.failover import TranslateOptions, Translator
 

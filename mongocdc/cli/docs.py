@@ -22,8 +22,7 @@ PROG = "mongocdc"
 EXIT_CODES = {
     ExitCode.OK: "success, or graceful stop on SIGTERM",
     ExitCode.UNEXPECTED: (
-        "unexpected runtime error (a bug: report it), a change event mongocdc cannot read (report it too), "
-        "or a command not implemented yet"
+        "unexpected runtime error (a bug: report it), or a change event mongocdc cannot read (report it too)"
     ),
     ExitCode.USAGE: "command-line usage error",
     ExitCode.CONFIG: "invalid configuration (the message names the key and the fix)",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -96,7 +95,3 @@ def render_summary(output: Output, report: SnapshotReport) -> None:
         for ns, c in sorted(report.collections.items())
     ]
     render.emit(output, data, ["collection", "documents", "seconds", "docs/s", "state"], rows, title="snapshot")
-
-
-def stderr_is_terminal() -> bool:
-    return sys.stderr.isatty()

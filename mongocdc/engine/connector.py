@@ -7,13 +7,13 @@ re-snapshots when the stored resume position has left the oplog.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from mongocdc.engine.incremental_snapshot import IncrementalSnapshotter
 from mongocdc.engine.metrics import Metrics
@@ -287,66 +287,153 @@ def merge_results(results: Mapping[str, TaskResult]) -> TaskResult:
     return merged
 
 
-class ConnectorGroup:
-    """Several source partitions (one per shard replica set), each task on its own thread.
+class PartitionWatcher(Protocol):
+    """What :class:`ConnectorGroup` needs of whatever finds the partitions that join or leave the source.
 
-    ``tasks.max`` groups the replica sets into tasks for reporting; every replica set
-    still streams on its own thread, as docs/ARCHITECTURE.md says. ``poll_new`` (called every
-    ``poll_interval_s``) returns tasks for shards added since the start, which join
-    the running ones. The first failure stops every task (after each commits what
-    Kafka acknowledged) and is raised.
+    ``sources.mongo.shards.ShardWatcher`` is one: it reads a sharded cluster's shard list. A poll calls
+    back for each change, and its callbacks (made by ``wiring``) call :meth:`ConnectorGroup.add` and
+    :meth:`ConnectorGroup.end`.
     """
+
+    def seconds_until_due(self) -> float:
+        """How long until the next poll is due."""
+        ...
+
+    def poll_if_due(self) -> object:
+        """Poll when due; a failure is logged and the poll retried when due again, not raised."""
+        ...
+
+    def poll_once(self) -> object:
+        """Poll now; a failure is raised."""
+        ...
+
+
+class ConnectorGroup:
+    """The connector's tasks, one per source partition, each on a thread of its own.
+
+    A replica set, or a sharded cluster streamed through mongos, is one partition, and its task runs on
+    the group's ``stop`` event. With ``mongodb.connection.mode=replica_set`` each shard replica set is a
+    partition, and a ``watcher`` is polled while the tasks stream: a shard that joins the cluster gets a
+    task (:meth:`add`); the task of one that leaves is ended (:meth:`end`: it stops reading and commits
+    what Kafka acknowledged, as on a graceful stop) while the others go on. Such tasks have stop events
+    of their own, which the group sets when ``stop`` is set. The first failure of a task stops every
+    task (after each commits what Kafka acknowledged) and is raised; but a task whose shard has left the
+    cluster may fail once the shard's servers are shut down, so the failure of a task is first checked
+    against a fresh poll, and only logged when the shard is gone.
+    """
+
+    TICK_S: ClassVar[float] = 0.2
+    """How soon a watching group passes ``stop`` on to its tasks' own events."""
 
     def __init__(
         self,
         tasks: Mapping[str, ConnectorTask],
         stop: threading.Event,
         *,
-        poll_new: Callable[[], Mapping[str, ConnectorTask]] | None = None,
-        poll_interval_s: float = 30.0,
+        watcher: PartitionWatcher | None = None,
     ) -> None:
         self.tasks = dict(tasks)
         self.stop = stop
-        self._poll_new = poll_new
-        self._poll_interval_s = poll_interval_s
+        self._watcher = watcher
+        self._snapshot_only = False
+        self._threads: dict[str, threading.Thread] = {}
+        self._ended: set[str] = set()
+        self._results: dict[str, TaskResult] = {}
+        self._failures: dict[str, BaseException] = {}
+        self._errors: list[BaseException] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
 
     def run(self, *, snapshot_only: bool = False) -> TaskResult:
-        results: dict[str, TaskResult] = {}
-        errors: list[BaseException] = []
-        lock = threading.Lock()
-
-        def work(partition: str, task: ConnectorTask) -> None:
-            try:
-                result = task.run(snapshot_only=snapshot_only)
-                with lock:
-                    results[partition] = result
-            except BaseException as exc:  # handed to the caller below
-                with lock:
-                    errors.append(exc)
-                self.stop.set()
-
-        threads: dict[str, threading.Thread] = {}
-
-        def start(partition: str, task: ConnectorTask) -> None:
-            log.info("starting the task for replica set %s", partition)
-            thread = threading.Thread(target=work, args=(partition, task), name=f"task-{partition}", daemon=True)
-            threads[partition] = thread
-            thread.start()
-
+        """Run every task until each is done (``snapshot_only``) or ``stop`` is set; the merged result."""
+        self._snapshot_only = snapshot_only
         for partition, task in sorted(self.tasks.items()):
-            start(partition, task)
-        next_poll = time.monotonic() + self._poll_interval_s
-        while self._poll_new is not None and not snapshot_only and any(t.is_alive() for t in threads.values()):
-            if self.stop.wait(0.2):
-                break
-            if self._poll_new is not None and not snapshot_only and time.monotonic() >= next_poll:
-                next_poll = time.monotonic() + self._poll_interval_s
-                for partition, task in self._poll_new().items():
-                    if partition not in threads:
-                        self.tasks[partition] = task
-                        start(partition, task)
-        for thread in threads.values():
+            self._start(partition, task)
+        if self._watcher is not None:
+            self._watch(self._watcher, poll=not snapshot_only)
+        for thread in self._threads.values():
             thread.join()
-        if errors:
-            raise errors[0]
-        return merge_results(results)
+        self._judge_failures(None)
+        if self._errors:
+            raise self._errors[0]
+        return merge_results(self._results)
+
+    def add(self, partition: str, task: ConnectorTask) -> None:
+        """Start ``task`` for a partition that joined while the group runs (a watcher callback).
+
+        A partition that left and joins again gets the new task once its old one has ended.
+        """
+        previous = self._threads.get(partition)
+        if previous is not None:
+            self.end(partition)
+            previous.join()
+        self._ended.discard(partition)
+        self.tasks[partition] = task
+        self._start(partition, task)
+
+    def end(self, partition: str) -> None:
+        """End the task of a partition that left the source (a watcher callback); the others go on."""
+        task = self.tasks.get(partition)
+        if task is None or partition in self._ended:
+            return
+        if task.stop is self.stop:
+            raise ValueError(f"the task of {partition} runs on the group's stop event: ending it would end every task")
+        log.info("%s left: its task stops reading and commits what Kafka acknowledged", partition)
+        self._ended.add(partition)
+        task.stop.set()
+
+    def _start(self, partition: str, task: ConnectorTask) -> None:
+        log.info("starting the task for replica set %s", partition)
+        thread = threading.Thread(target=self._work, args=(partition, task), name=f"task-{partition}", daemon=True)
+        self._threads[partition] = thread
+        thread.start()
+
+    def _work(self, partition: str, task: ConnectorTask) -> None:
+        try:
+            result = task.run(snapshot_only=self._snapshot_only)
+            with self._lock:
+                self._results[partition] = result
+        except BaseException as exc:  # judged and handed to the caller by the group's thread
+            with self._lock:
+                self._failures[partition] = exc
+            if self._watcher is None:
+                self.stop.set()
+        finally:
+            self._wake.set()
+
+    def _watch(self, watcher: PartitionWatcher, *, poll: bool) -> None:
+        """Until ``stop`` is set or the tasks are done: judge failures, poll the watcher when due.
+
+        The tasks are done when none runs and not all of them were ended because their partition left
+        (with every shard gone, the group waits for the next one, as it would for a shard renamed in two
+        steps).
+        """
+        while True:
+            self._wake.clear()
+            self._judge_failures(watcher if poll else None)
+            if self.stop.is_set() or self._done():
+                break
+            if poll:
+                watcher.poll_if_due()
+            self._wake.wait(min(self.TICK_S, watcher.seconds_until_due()) if poll else self.TICK_S)
+        if self.stop.is_set():
+            for task in self.tasks.values():
+                task.stop.set()
+
+    def _done(self) -> bool:
+        running = any(thread.is_alive() for thread in self._threads.values())
+        return not running and not self._ended.issuperset(self._threads)
+
+    def _judge_failures(self, watcher: PartitionWatcher | None) -> None:
+        """A failed task stops the group, unless its partition has left (checked by a poll of ``watcher``)."""
+        with self._lock:
+            failures, self._failures = self._failures, {}
+        for partition, exc in sorted(failures.items()):
+            if partition not in self._ended and watcher is not None:
+                with contextlib.suppress(Exception):  # the list cannot be read: the failure stands
+                    watcher.poll_once()
+            if partition in self._ended:
+                log.warning("the task of %s, which has left, ended with an error: %s", partition, exc)
+                continue
+            self._errors.append(exc)
+            self.stop.set()

@@ -28,6 +28,7 @@ from mongocdc.sources.base import ChangeSource, StreamItem
 log = logging.getLogger("mongocdc.mongo.read_ahead")
 
 T = TypeVar("T")
+S = TypeVar("S", bound=ChangeSource)
 _END = object()
 
 
@@ -90,7 +91,7 @@ def read_ahead(items: Iterator[T], name: str) -> Iterator[T]:
         thread.join()
 
 
-class ReadAheadSource:
+class ReadAheadSource(Generic[S]):
     """A change source whose items are read by a thread, up to ``limit`` ahead of :meth:`next`.
 
     The inner source is opened by the caller's thread, then read only by the reader thread until
@@ -100,9 +101,7 @@ class ReadAheadSource:
     ``elections``) are the inner source's.
     """
 
-    def __init__(
-        self, inner: ChangeSource, *, limit: int, name: str = "change stream", join_timeout_s: float = 30.0
-    ) -> None:
+    def __init__(self, inner: S, *, limit: int, name: str = "change stream", join_timeout_s: float = 30.0) -> None:
         self._inner = inner
         self._limit = limit
         self._name = name
@@ -112,7 +111,8 @@ class ReadAheadSource:
         self._position: Position | None = None
 
     @property
-    def inner(self) -> ChangeSource:
+    def inner(self) -> S:
+        """The source read ahead (its own type, so ``wiring`` reaches what only it has)."""
         return self._inner
 
     def open(self, start: Position | None) -> None:

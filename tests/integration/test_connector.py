@@ -4,6 +4,7 @@ writes, kill -9 during snapshot and streaming, heartbeats, metrics, per-shard st
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import signal
@@ -235,7 +236,7 @@ def test_heartbeats_and_prometheus_metrics(tmp_path: Path, mongo_uri: str, kafka
     assert any("metrics" in s for s in status)
 
 
-def test_per_shard_streams_share_topics_keep_offsets_per_replica_set_and_pick_up_new_shards(
+def test_per_shard_streams_share_topics_keep_offsets_per_replica_set_and_follow_shards_joining_and_leaving(
     tmp_path: Path, kafka_bootstrap: str
 ) -> None:
     """mongodb.connection.mode=replica_set against a config server stand-in (tests/services/sharded.py)."""
@@ -251,13 +252,13 @@ def test_per_shard_streams_share_topics_keep_offsets_per_replica_set_and_pick_up
             prefix,
             mongodb_connection_mode="replica_set",
             mongodb_poll_interval_ms=300,
-            tasks_max=1,
         )
         topic = f"{prefix}.{db}.orders"
         clients = {name: MongoClient(cluster.uri_of(server)) for name, server in cluster.shards.items()}
         for i, client in enumerate(clients.values()):
             client[db].orders.insert_one({"_id": f"snap{i}"})  # copied by each shard's snapshot
         stream = CliProcess("--config", str(config), "stream")
+        stop_later = contextlib.ExitStack()
         try:
             wait_until(lambda: stream.stderr.count("change stream open") == 2, "both shard streams", timeout=90)
             for i, client in enumerate(clients.values()):
@@ -269,19 +270,27 @@ def test_per_shard_streams_share_topics_keep_offsets_per_replica_set_and_pick_up
             new_client[db].orders.insert_one({"_id": "on-new-shard"})
             wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) == 5, "the new shard's events")
             new_client.close()
+            removed = cluster.shards["shard00"]
+            cluster.remove_shard("shard00", stop_server=False)  # removeShard completed; its server still runs
+            stop_later.callback(removed.stop)
+            wait_until(lambda: "shard00-rs left: its task stops" in stream.stderr, "the removed shard's task to end")
+            clients["shard01"][db].orders.insert_one({"_id": "after-shard00-left"})
+            wait_until(lambda: len(read_topic(kafka_bootstrap, topic)) == 6, "a change of a shard still in the cluster")
+            assert stream.proc.poll() is None
         finally:
             code = stream.stop()
             for client in clients.values():
                 client.close()
+            stop_later.close()
         assert code == 0, stream.stderr
     records = [decode(m) for m in read_topic(kafka_bootstrap, topic)]
     by_id = {json.loads(k["id"]): v for k, v in records}
-    assert set(by_id) == {"snap0", "snap1", "live0", "live1", "on-new-shard"}
+    assert set(by_id) == {"snap0", "snap1", "live0", "live1", "on-new-shard", "after-shard00-left"}
     # Debezium 3.6's source has no `rs`: each shard's own snapshot shows in its markers (one document per
     # shard, so each is the `last` read of a snapshot of its own), the shards' streams in the offsets below.
     assert all("rs" not in v["source"] for v in by_id.values())
     assert [(by_id[i]["op"], by_id[i]["source"]["snapshot"]) for i in ("snap0", "snap1")] == [("r", "last")] * 2
-    assert {by_id[i]["op"] for i in ("live0", "live1", "on-new-shard")} == {"c"}
+    assert {by_id[i]["op"] for i in ("live0", "live1", "on-new-shard", "after-shard00-left")} == {"c"}
     assert {by_id[i]["source"]["snapshot"] for i in ("live0", "live1", "on-new-shard")} == {"false"}
     offsets = json.loads(run_cli("--config", str(config), "offsets", "show", "--output", "json").stdout)
     assert sorted(o["partition"] for o in offsets) == ["shard00-rs", "shard01-rs", "shard02-rs"]

@@ -8,6 +8,8 @@ chunk migration (see the harness's docstring).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import threading
 import time
 import uuid
@@ -19,7 +21,7 @@ import pymongo
 import pymongo.errors
 import pytest
 
-from mongocdc.sources.mongo.shards import ShardChanges, ShardWatcher, list_shards, shard_connection_string
+from mongocdc.sources.mongo.shards import list_shards, shard_connection_string
 from mongocdc.sources.mongo.topology import Shard, discover
 from tests.services.sharded import ShardedCluster
 
@@ -120,41 +122,98 @@ def test_draining_shards_stay_listed(cluster: ShardedCluster, seed_client: pymon
         cluster.set_draining("shard01", False)
 
 
-def test_watcher_reports_a_shard_added_later_and_one_removed(tmp_path: Path) -> None:
-    with ShardedCluster(shards=1, data_dir=tmp_path) as sharded, client_for(sharded.config_uri) as seed_client:
-        added: list[Shard] = []
-        removed: list[Shard] = []
-        seen = threading.Event()
+def test_the_group_streams_a_shard_that_joins_and_ends_the_task_of_one_that_leaves(tmp_path: Path) -> None:
+    """``wiring.shard_group`` over the stand-in: real shard streams through ``wiring.connector_task`` (a
+    recording sink and an in-memory store instead of Kafka), the shard list read every 0.1 s."""
+    from mongocdc import wiring
+    from mongocdc.config import load_settings
+    from mongocdc.engine.connector import ConnectorTask
+    from mongocdc.engine.metrics import Metrics
+    from mongocdc.events.envelope import EnvelopeCodec
+    from mongocdc.offsets.memory import MemoryOffsetStore
+    from mongocdc.sources.mongo.client import PrimaryWatch
+    from mongocdc.sources.mongo.shards import shards_behind
+    from tests.unit.engine.fakes import RecordingSink
 
-        def on_added(shard: Shard) -> None:
-            added.append(shard)
-            seen.set()
-
-        gone = sharded.shards["shard00"].host_port
-        watcher = ShardWatcher(
-            lambda: list_shards(seed_client),
-            0.05,
-            on_added,
-            on_removed=removed.append,
-            known=list_shards(seed_client),
+    db = f"cdc_{uuid.uuid4().hex[:12]}"
+    with ShardedCluster(shards=2, data_dir=tmp_path) as sharded, client_for(sharded.config_uri) as seed:
+        settings = load_settings(
+            None,
+            {},
+            {
+                "mongodb.connection.string": sharded.config_uri,
+                "mongodb.connection.mode": "replica_set",
+                "mongodb.poll.interval.ms": 100,
+                "topic.prefix": "p",
+                "snapshot.mode": "no_data",
+                "offset.flush.interval.ms": 50,
+                "cursor.max.await.time.ms": 100,
+            },
         )
-        stop = threading.Event()
-        thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+        sink, store, stop = RecordingSink(), MemoryOffsetStore(), threading.Event()
+        clients: dict[str, pymongo.MongoClient[Doc]] = {}
+
+        def shard_task(shard: Shard) -> ConnectorTask:
+            client = clients[shard.name] = client_for(shard_connection_string(sharded.config_uri, shard))
+            return wiring.connector_task(
+                settings,
+                client,
+                shard.replica_set,
+                str(shard.replica_set),
+                PrimaryWatch(),
+                sink=sink,
+                store=store,
+                envelope=EnvelopeCodec("p"),
+                stop=threading.Event(),
+                on_status=None,
+                on_progress=None,
+                metrics=Metrics("c"),
+            )
+
+        def ids() -> set[str]:
+            """The ``_id`` of every change the tasks produced."""
+            return {json.loads(json.loads(key)["id"]) for topic, key, _ in sink.records if topic == f"p.{db}.orders"}
+
+        def stream_open(rs: str) -> bool:
+            """The task of ``rs`` opened its change stream (and stored where it starts)."""
+            return store.load(settings.name, rs) is not None
+
+        def task_running(rs: str) -> bool:
+            return any(thread.name == f"task-{rs}" for thread in threading.enumerate())
+
+        group = wiring.shard_group(settings, seed, shards_behind(seed), shard_task, stop)
+        outcome: list[object] = []
+        thread = threading.Thread(target=lambda: outcome.append(group.run()), daemon=True)
         thread.start()
+        servers_left = contextlib.ExitStack()
         try:
-            server = sharded.add_shard()
-            assert seen.wait(TIMEOUT), "the watcher did not report the new shard"
+            wait_for(lambda: stream_open("shard00-rs") and stream_open("shard01-rs"), "both shard streams")
+            sharded.add_shard()
+            wait_for(lambda: stream_open("shard02-rs"), "the stream of the shard that joined")
+            for name in ("shard00", "shard01", "shard02"):
+                clients[name][db]["orders"].insert_one({"_id": name})
+            wait_for(lambda: ids() == {"shard00", "shard01", "shard02"}, "a change of every shard")
+            removed = sharded.shards["shard00"]
+            sharded.remove_shard("shard00", stop_server=False)  # removeShard completed; the server still runs
+            servers_left.callback(removed.stop)
+            wait_for(lambda: not task_running("shard00-rs"), "the task of the shard that left to end")
+            assert task_running("shard01-rs") and task_running("shard02-rs") and outcome == []
+            clients["shard00"][db]["orders"].insert_one({"_id": "after-it-left"})
+            clients["shard01"][db]["orders"].insert_one({"_id": "still-streamed"})
+            wait_for(lambda: "still-streamed" in ids(), "the change of a shard still in the cluster")
         finally:
             stop.set()
             thread.join(TIMEOUT)
-        assert not thread.is_alive()
-        assert added == [Shard("shard01", "shard01-rs", (server.host_port,))]
-        with client_for(shard_connection_string(sharded.config_uri, added[0])) as client:
-            assert client.admin.command("hello")["setName"] == "shard01-rs"
+            for client in clients.values():
+                client.close()
+            servers_left.close()
+        assert not thread.is_alive() and len(outcome) == 1
+    assert ids() == {"shard00", "shard01", "shard02", "still-streamed"}
 
-        # Without the thread: the engine can poll itself.
-        sharded.remove_shard("shard00")
-        assert watcher.poll_once().removed == (Shard("shard00", "shard00-rs", (gone,)),)
-        assert [shard.name for shard in removed] == ["shard00"]
-        assert [shard.name for shard in watcher.current] == ["shard01"]
-        assert watcher.poll_once() == ShardChanges()
+
+def wait_for(condition: Any, what: str, timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)

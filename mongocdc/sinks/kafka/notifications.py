@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 if TYPE_CHECKING:
     from mongocdc.sinks.kafka.producer import KafkaSink
@@ -144,12 +144,6 @@ def encode_value(notification: Notification, *, schemas_enable: bool = False) ->
         }
         return _dumps({"schema": schema, "payload": payload}).encode("utf-8")
     return _dumps(payload).encode("utf-8")
-
-
-class NotificationChannel(Protocol):
-    """Where notifications go (``log``, ``sink``)."""
-
-    def notify(self, notification: Notification) -> None: ...
 
 
 class NotificationLog:

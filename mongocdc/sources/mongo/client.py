@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import unquote
 
 from pymongo import MongoClient, monitoring
@@ -21,6 +21,9 @@ log = logging.getLogger("mongocdc.mongo")
 
 AUTH_FAILED = 18
 UNAUTHORIZED = 13
+
+Client: TypeAlias = "MongoClient[Any]"
+"""A client as :func:`connect` returns it; named here so that ``wiring`` types it without importing pymongo."""
 
 
 class PrimaryWatch(monitoring.TopologyListener):
@@ -178,7 +181,7 @@ def connect(
     client_options: ClientOptions | None = None,
     sleep: Callable[[float], None] = time.sleep,
     **options: Any,
-) -> MongoClient[Any]:
+) -> Client:
     """A client whose server answered ``ping``, after retries; ``UnreachableError`` when none did.
 
     ``client_options`` are the driver settings of mongocdc's properties (the

@@ -3,8 +3,9 @@
 With ``mongodb.connection.mode=replica_set`` mongocdc does what the Debezium
 MongoDB connector documents for that mode: it reads the cluster's shard list,
 connects to every shard's replica set on its own, and picks up shards that are
-added later. Three pieces live here; the engine combines them (see
-``mongocdc.engine.assignment`` for which task streams which replica set):
+added later and ends the streams of shards that leave. Three pieces live here;
+``mongocdc.wiring`` combines them with the engine's ``ConnectorGroup``, which
+runs one task per shard replica set:
 
 * :func:`list_shards` reads the shard list: ``listShards`` when the seed is a
   mongos, else (or when the user may not run ``listShards``) the
@@ -12,9 +13,9 @@ added later. Three pieces live here; the engine combines them (see
   both serve. Debezium reads ``config.shards`` through the seed connection too.
 * :func:`shard_connection_string` turns the seed connection string into one for
   a shard: same credentials and options, the shard's hosts and replica set.
-* :class:`ShardWatcher` polls the shard list and reports shards that appear or
-  disappear; :meth:`ShardWatcher.poll_once` has no threads or sleeps in it, and
-  :meth:`ShardWatcher.run` is the loop for a thread that owns a stop event.
+* :class:`ShardWatcher` polls the shard list and calls back for shards that
+  appear or disappear; it has no threads or sleeps in it: the connector's group
+  polls it between its other work.
 
 Draining shards are kept. ``removeShard`` marks a shard ``draining: true`` and
 the balancer then moves its chunks away, but until the last chunk has gone the
@@ -29,11 +30,10 @@ no oplog: :func:`shard_connection_string` refuses it with the reason.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote
 
 from pymongo import MongoClient
@@ -49,9 +49,10 @@ log = logging.getLogger("mongocdc.mongo.shards")
 __all__ = [
     "ShardChanges",
     "ShardWatcher",
-    "StopSignal",
     "list_shards",
+    "replica_set_shards",
     "shard_connection_string",
+    "shards_behind",
 ]
 
 _SCHEME = "mongodb://"
@@ -83,10 +84,19 @@ def list_shards(client: MongoClient[Any]) -> list[Shard]:
     return sorted((parse_shard(doc) for doc in docs), key=lambda shard: shard.name)
 
 
+def replica_set_shards(client: MongoClient[Any]) -> list[Shard]:
+    """The shards that are replica sets (the ones with a change stream of their own), sorted by name.
+
+    A shard whose ``host`` names no replica set is left out, as it is at the start. Errors are
+    raised as :func:`list_shards` raises them.
+    """
+    return [shard for shard in list_shards(client) if shard.replica_set]
+
+
 def shards_behind(client: MongoClient[Any]) -> list[Shard]:
     """The shards when ``client`` is connected to a mongos or a config server; ``[]`` for a plain replica set."""
     try:
-        return [shard for shard in list_shards(client) if shard.replica_set]
+        return replica_set_shards(client)
     except OperationFailure as exc:
         log.debug("no shard list readable (%s): treating the seed as a plain replica set", exc.code)
         return []
@@ -226,33 +236,25 @@ class ShardChanges:
         return bool(self.added or self.removed)
 
 
-class StopSignal(Protocol):
-    """What :meth:`ShardWatcher.run` needs of its stop event (``threading.Event`` has it)."""
-
-    def is_set(self) -> bool: ...
-
-    def wait(self, timeout: float | None = None) -> bool: ...
-
-
 class ShardWatcher:
-    """Polls the shard list and reports shards that appear or disappear.
+    """Polls the shard list and calls back for shards that join or leave the cluster.
 
     Shards are known by name (``config.shards`` ``_id``). A shard whose hosts
     change (members added to its replica set) stays the same shard: its entry is
     updated silently, and ``current`` serves the new hosts. A shard whose replica
     set name changes under the same name is reported as removed and added.
 
-    ``on_added`` is called once per new shard, in name order; the shard counts as
-    known only after its callback returned, so a callback that raises (it could
-    not start the stream) stops the poll with that error and the shard is
-    reported again by the next poll. Removals work the same way: a shard is
-    forgotten once ``on_removed`` returned for it.
+    ``on_added`` and ``on_removed`` are called once per shard, removals first,
+    each in name order. A shard counts as known (or as gone) only after its
+    callback returned, so a callback that raises (the shard's stream could not be
+    started) stops the poll with that error, and the next poll reports the shard
+    again.
 
-    :meth:`poll_once` polls now; :meth:`poll_if_due` polls when ``interval_s``
-    has passed on ``clock`` since the last poll; :meth:`run` is the loop for a
-    thread. A re-entrant lock serialises polls, so the engine may also call
-    :meth:`poll_once` while :meth:`run` is going, and a callback may read
-    :attr:`current`.
+    No threads or sleeps: ``ConnectorGroup`` calls :meth:`poll_if_due` while its
+    tasks run, which reads the list when ``interval_s`` has passed on ``clock``
+    since the last poll and logs a failure rather than raising it (a blip must not
+    end shard discovery: the next poll is due one interval later);
+    :meth:`poll_once` reads it now and raises.
     """
 
     def __init__(
@@ -260,8 +262,8 @@ class ShardWatcher:
         list_fn: Callable[[], Sequence[Shard]],
         interval_s: float,
         on_added: Callable[[Shard], None],
+        on_removed: Callable[[Shard], None],
         *,
-        on_removed: Callable[[Shard], None] | None = None,
         known: Iterable[Shard] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -274,17 +276,11 @@ class ShardWatcher:
         self._clock = clock
         self._known: dict[str, Shard] = {shard.name: shard for shard in known}
         self._last_poll: float | None = None
-        self._lock = threading.RLock()
-
-    @property
-    def interval_s(self) -> float:
-        return self._interval_s
 
     @property
     def current(self) -> tuple[Shard, ...]:
         """The shards known now, sorted by name, with the hosts of the latest poll."""
-        with self._lock:
-            return tuple(self._known[name] for name in sorted(self._known))
+        return tuple(self._known[name] for name in sorted(self._known))
 
     def seconds_until_due(self) -> float:
         """How long until the next poll is due (0 when it is due now, as before the first poll)."""
@@ -293,56 +289,49 @@ class ShardWatcher:
         return max(0.0, self._last_poll + self._interval_s - self._clock())
 
     def poll_if_due(self) -> ShardChanges | None:
-        """:meth:`poll_once` if ``interval_s`` has passed since the last poll, else ``None``."""
+        """:meth:`poll_once` if ``interval_s`` has passed since the last poll, else ``None``.
+
+        A failure (the list could not be read, a callback raised) is logged, without passwords,
+        and ``None`` returned; the next poll is due one interval later.
+        """
         if self.seconds_until_due() > 0:
             return None
-        return self.poll_once()
+        try:
+            return self.poll_once()
+        except Exception as exc:  # a blip must not end shard discovery
+            log.warning(
+                "reading the shard list or starting a shard's stream failed, retrying in %.0f s: %s",
+                self._interval_s,
+                redact_text(str(exc)),
+            )
+            return None
 
     def poll_once(self) -> ShardChanges:
-        """Read the shard list now, report what changed and return it.
+        """Read the shard list now, call back for what changed and return it.
 
         An error from ``list_fn`` or a callback propagates; the poll still counts
         for :meth:`poll_if_due`, so a failing cluster is not hammered.
         """
-        with self._lock:
-            self._last_poll = self._clock()
-            listed = {shard.name: shard for shard in self._list_fn()}
-            added: list[Shard] = []
-            removed: list[Shard] = []
-            for name in sorted(self._known):
-                known, shard = self._known[name], listed.get(name)
-                if shard is None or shard.replica_set != known.replica_set:
-                    log.info("shard %s (replica set %s) left the cluster", name, known.replica_set)
-                    if self._on_removed is not None:
-                        self._on_removed(known)
-                    del self._known[name]
-                    removed.append(known)
-                elif shard != known:
-                    log.info("shard %s now lists hosts %s", name, ",".join(shard.hosts))
-                    self._known[name] = shard
-            for name in sorted(listed):
-                if name in self._known:
-                    continue
-                shard = listed[name]
-                log.info("shard %s (replica set %s) joined the cluster", shard.name, shard.replica_set)
-                self._on_added(shard)
+        self._last_poll = self._clock()
+        listed = {shard.name: shard for shard in self._list_fn()}
+        added: list[Shard] = []
+        removed: list[Shard] = []
+        for name in sorted(self._known):
+            known, shard = self._known[name], listed.get(name)
+            if shard is None or shard.replica_set != known.replica_set:
+                log.info("shard %s (replica set %s) left the cluster", name, known.replica_set)
+                self._on_removed(known)
+                del self._known[name]
+                removed.append(known)
+            elif shard != known:
+                log.info("shard %s now lists hosts %s", name, ",".join(shard.hosts))
                 self._known[name] = shard
-                added.append(shard)
-            return ShardChanges(added=tuple(added), removed=tuple(removed))
-
-    def run(self, stop: StopSignal) -> None:
-        """Poll every ``interval_s`` until ``stop`` is set; errors are logged, not raised.
-
-        Waits with ``stop.wait``, so setting the event ends the loop at once.
-        Meant for ``threading.Thread(target=watcher.run, args=(stop,), daemon=True)``.
-        """
-        while not stop.is_set():
-            try:
-                self.poll_if_due()
-            except Exception as exc:  # a blip must not end shard discovery
-                log.warning(
-                    "reading the shard list failed, retrying in %.0f s: %s",
-                    self._interval_s,
-                    redact_text(str(exc)),
-                )
-            stop.wait(self.seconds_until_due())
+        for name in sorted(listed):
+            if name in self._known:
+                continue
+            shard = listed[name]
+            log.info("shard %s (replica set %s) joined the cluster", shard.name, shard.replica_set)
+            self._on_added(shard)
+            self._known[name] = shard
+            added.append(shard)
+        return ShardChanges(added=tuple(added), removed=tuple(removed))

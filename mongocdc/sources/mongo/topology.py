@@ -86,11 +86,9 @@ def discover(client: MongoClient[Any]) -> Topology:
     except OperationFailure:
         version = None
     if topology.kind == "sharded":
-        try:
-            shards = [parse_shard(d) for d in client.admin.command("listShards").get("shards", [])]
-        except OperationFailure:
-            shards = [parse_shard(d) for d in client["config"]["shards"].find()]
-        return Topology(kind="sharded", shards=tuple(shards), version=version)
+        from mongocdc.sources.mongo.shards import list_shards  # shards.py builds on this module
+
+        return Topology(kind="sharded", shards=tuple(list_shards(client)), version=version)
     return Topology(
         kind=topology.kind,
         replica_set=topology.replica_set,

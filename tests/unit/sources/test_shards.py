@@ -1,9 +1,8 @@
-"""Shard discovery: the shard list, per-shard connection strings and the watcher that finds new shards."""
+"""Shard discovery: the shard list, per-shard connection strings and the watcher of shards that join or leave."""
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -331,14 +330,7 @@ def make_watcher(
 ) -> tuple[ShardWatcher, list[Shard], list[Shard]]:
     added: list[Shard] = []
     removed: list[Shard] = []
-    watcher = ShardWatcher(
-        shard_list,
-        30.0,
-        on_added or added.append,
-        on_removed=removed.append,
-        known=known,
-        clock=clock,
-    )
+    watcher = ShardWatcher(shard_list, 30.0, on_added or added.append, removed.append, known=known, clock=clock)
     return watcher, added, removed
 
 
@@ -431,79 +423,32 @@ def test_a_failing_list_still_counts_as_a_poll() -> None:
     watcher, _, _ = make_watcher(shard_list, clock, known=[A])
     shard_list.fail = OperationFailure("connection reset")
     with pytest.raises(OperationFailure):
-        watcher.poll_if_due()
+        watcher.poll_once()
     assert watcher.poll_if_due() is None
+    assert shard_list.reads == 1
     assert watcher.seconds_until_due() == 30.0
+
+
+def test_poll_if_due_logs_failures_without_the_password_and_polls_again_an_interval_later(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock, shard_list = FakeClock(), ShardList(A)
+    watcher, added, _ = make_watcher(shard_list, clock, known=[A])
+    shard_list.fail = OperationFailure("cannot reach mongodb://cdc:hunter2@cfg:27019/")
+    with caplog.at_level(logging.WARNING, logger="mongocdc.mongo.shards"):
+        assert watcher.poll_if_due() is None
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "reading the shard list or starting a shard's stream failed" in warnings[0]
+    assert "hunter2" not in warnings[0] and "retrying in 30 s" in warnings[0]
+    shard_list.fail = None
+    shard_list.shards = [A, B]
+    clock.advance(29.9)
+    assert watcher.poll_if_due() is None and shard_list.reads == 1
+    clock.advance(0.1)
+    assert watcher.poll_if_due() == ShardChanges(added=(B,))
+    assert added == [B]
 
 
 def test_interval_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
-        ShardWatcher(ShardList(), 0, lambda shard: None)
-
-
-class FakeStop:
-    """A stop event on the fake clock: ``wait`` advances it; set after ``waits`` waits."""
-
-    def __init__(self, clock: FakeClock, waits: int) -> None:
-        self.clock = clock
-        self.waits_left = waits
-        self.timeouts: list[float | None] = []
-
-    def is_set(self) -> bool:
-        return self.waits_left <= 0
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self.timeouts.append(timeout)
-        self.clock.advance(timeout or 0.0)
-        self.waits_left -= 1
-        return self.is_set()
-
-
-def test_run_polls_every_interval_and_logs_errors_without_the_password(caplog: pytest.LogCaptureFixture) -> None:
-    clock, shard_list = FakeClock(), ShardList(A)
-    watcher, added, _ = make_watcher(shard_list, clock, known=[A])
-    stop = FakeStop(clock, waits=4)
-    calls = 0
-    real_list = shard_list.__call__
-
-    def list_fn() -> Sequence[Shard]:
-        nonlocal calls
-        calls += 1
-        if calls == 2:
-            raise OperationFailure("cannot reach mongodb://cdc:hunter2@cfg:27019/")
-        if calls == 3:
-            shard_list.shards = [A, B]
-        return real_list()
-
-    watcher._list_fn = list_fn  # the same watcher, a scripted list
-    with caplog.at_level(logging.WARNING, logger="mongocdc.mongo.shards"):
-        watcher.run(stop)
-    assert stop.timeouts == [30.0, 30.0, 30.0, 30.0]
-    assert calls == 4
-    assert added == [B]
-    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "reading the shard list failed" in warnings[0]
-    assert "hunter2" not in warnings[0]
-
-
-def test_run_on_a_thread_stops_when_the_event_is_set() -> None:
-    third_read = threading.Event()
-    reads = 0
-
-    def list_fn() -> Sequence[Shard]:
-        nonlocal reads
-        reads += 1
-        if reads >= 3:
-            third_read.set()
-        return [A, B] if reads >= 2 else [A]
-
-    added: list[Shard] = []
-    watcher = ShardWatcher(list_fn, 0.01, added.append, known=[A])
-    stop = threading.Event()
-    thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
-    thread.start()
-    assert third_read.wait(timeout=10), "the watcher did not poll three times within 10 s"
-    stop.set()
-    thread.join(timeout=10)
-    assert not thread.is_alive()
-    assert added == [B]
+        ShardWatcher(ShardList(), 0, lambda shard: None, lambda shard: None)
