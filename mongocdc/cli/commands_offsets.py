@@ -494,371 +494,370 @@ STORE_FLAGS: Final = (OFFSETS, "name", "kafka.bootstrap.servers")
 """Which offset store, and whose offsets in it."""
 
 
-def register(app: typer.Typer) -> None:
-    offsets_app = typer.Typer(help="Read and edit stored connector offsets.", no_args_is_help=True)
+offsets_app = typer.Typer(help="Read and edit stored connector offsets.", no_args_is_help=True)
 
-    @offsets_app.command("show")
-    @settings_flags(*STORE_FLAGS)
-    def show(
-        ctx: typer.Context,
-        output: OutputOpt = Output.table,
-        all_connectors: bool = typer.Option(False, "--all", help="Show every connector in the store, not only --name."),
-    ) -> None:
-        """Show each source partition's stored position (sec, ord, resume token, updated at)."""
-        from mongocdc import wiring
 
-        settings = state(ctx).settings()
-        store = wiring.offset_store(settings, create=False)
-        try:
-            records = store.records(None if all_connectors else settings.name)
-        finally:
-            store.close()
-        data = [
-            {
-                "connector": r.connector,
-                "partition": r.partition,
-                **dict(r.offset),
-                "updated_at": r.updated_at.isoformat(),
-            }
-            for r in records
-        ]
-        rows = [
-            _show_row(r.connector, r.partition, r.offset) + [r.updated_at.strftime("%Y-%m-%d %H:%M:%S")]
-            for r in records
-        ]
-        render.emit(
-            output,
-            data,
-            ["connector", "partition", "sec", "ord", "resume token", "initsync", "updated at"],
-            rows,
-            title="stored offsets",
-        )
+@offsets_app.command("show")
+@settings_flags(*STORE_FLAGS)
+def show(
+    ctx: typer.Context,
+    output: OutputOpt = Output.table,
+    all_connectors: bool = typer.Option(False, "--all", help="Show every connector in the store, not only --name."),
+) -> None:
+    """Show each source partition's stored position (sec, ord, resume token, updated at)."""
+    from mongocdc import wiring
 
-    @offsets_app.command("reset")
-    @settings_flags(*STORE_FLAGS)
-    def reset(
-        ctx: typer.Context,
-        partition: PartitionOpt = None,
-        to_timestamp: Annotated[
-            str | None,
-            typer.Option(
-                "--to-timestamp",
-                help="Move the position to this time instead of deleting it: ISO 8601 (UTC when no offset is "
-                "given) or epoch seconds; streaming restarts with the first change at or after it.",
-                show_default=False,
-            ),
-        ] = None,
-        yes: YesOpt = False,
-        output: OutputOpt = Output.table,
-    ) -> None:
-        """Delete a connector's stored offsets (every partition or one), or move them to a time.
+    settings = state(ctx).settings()
+    store = wiring.offset_store(settings, create=False)
+    try:
+        records = store.records(None if all_connectors else settings.name)
+    finally:
+        store.close()
+    data = [
+        {
+            "connector": r.connector,
+            "partition": r.partition,
+            **dict(r.offset),
+            "updated_at": r.updated_at.isoformat(),
+        }
+        for r in records
+    ]
+    rows = [
+        _show_row(r.connector, r.partition, r.offset) + [r.updated_at.strftime("%Y-%m-%d %H:%M:%S")] for r in records
+    ]
+    render.emit(
+        output,
+        data,
+        ["connector", "partition", "sec", "ord", "resume token", "initsync", "updated at"],
+        rows,
+        title="stored offsets",
+    )
 
-        Without an offset the next start follows snapshot.mode (or streams from then on). Stop the
-        connector first: a running one writes its own position at its next commit.
-        """
-        from mongocdc import wiring
-        from mongocdc.engine.source_offset import SourceOffset
-        from mongocdc.events.position import Position
 
-        seconds = parse_epoch_seconds(to_timestamp) if to_timestamp is not None else None
-        _require_yes_or_terminal(yes)
-        settings = state(ctx).settings()
-        connector = settings.name
-        store = wiring.offset_store(settings)
-        try:
-            stored = {r.partition: dict(r.offset) for r in store.records(connector)}
-            if seconds is None:
-                targets = [p for p in sorted(stored) if partition is None or p == partition]
-                changes = [OffsetChange(p, "deleted", stored[p], None) for p in targets]
-            else:
-                targets = [partition] if partition is not None else sorted(stored)
-                if not targets:
-                    raise _no_partition(connector, "move")
-                after = SourceOffset(Position(seconds, 0)).to_record()
-                changes = [OffsetChange(p, "moved", stored.get(p), after) for p in targets]
-            if changes:
-                _confirm(connector, _store_location(settings), changes, yes)
-                _apply(store, connector, changes)
-        finally:
-            store.close()
-        _render(output, connector, changes, partition)
+@offsets_app.command("reset")
+@settings_flags(*STORE_FLAGS)
+def reset(
+    ctx: typer.Context,
+    partition: PartitionOpt = None,
+    to_timestamp: Annotated[
+        str | None,
+        typer.Option(
+            "--to-timestamp",
+            help="Move the position to this time instead of deleting it: ISO 8601 (UTC when no offset is "
+            "given) or epoch seconds; streaming restarts with the first change at or after it.",
+            show_default=False,
+        ),
+    ] = None,
+    yes: YesOpt = False,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Delete a connector's stored offsets (every partition or one), or move them to a time.
 
-    @offsets_app.command("set")
-    @settings_flags(*STORE_FLAGS)
-    def set_(
-        ctx: typer.Context,
-        resume_token: Annotated[
-            str,
-            typer.Option(
-                "--resume-token",
-                help="Resume token to continue after: the `_data` hex string MongoDB shows in a change "
-                "event's _id, the whole token as an extended JSON document, or the resume_token printed by "
-                "`offsets show --output json` (base64).",
-                show_default=False,
-            ),
-        ],
-        partition: SetPartitionOpt = None,
-        yes: YesOpt = False,
-        output: OutputOpt = Output.table,
-    ) -> None:
-        """Set a connector's position to a resume token: streaming continues with the change after it.
+    Without an offset the next start follows snapshot.mode (or streams from then on). Stop the
+    connector first: a running one writes its own position at its next commit.
+    """
+    from mongocdc import wiring
+    from mongocdc.engine.source_offset import SourceOffset
+    from mongocdc.events.position import Position
 
-        sec and ord are kept from the stored offset (0 when there is none). With several stored
-        partitions, --partition says which one. Stop the connector first.
-        """
-        from mongocdc import wiring
-        from mongocdc.engine.source_offset import SourceOffset
-        from mongocdc.events.position import Position
-
-        token = Position.token_bytes(parse_resume_token(resume_token))
-        _require_yes_or_terminal(yes)
-        settings = state(ctx).settings()
-        connector = settings.name
-        store = wiring.offset_store(settings)
-        try:
-            stored = {r.partition: dict(r.offset) for r in store.records(connector)}
-            if partition is None:
-                if not stored:
-                    raise _no_partition(connector, "set")
-                if len(stored) > 1:
-                    raise UsageError(
-                        f"connector {connector!r} has offsets for {len(stored)} partitions "
-                        f"({', '.join(sorted(stored))}); a resume token belongs to one of them",
-                        hint="pass --partition to say which",
-                    )
-                partition = next(iter(stored))
-            before = stored.get(partition)
-            previous = read_offset(before) if before is not None else None
-            kept = previous.position if previous is not None and not isinstance(previous, str) else Position(0, 0)
-            after = SourceOffset(Position(kept.sec, kept.ord, token)).to_record()
-            changes = [OffsetChange(partition, "set", before, after)]
+    seconds = parse_epoch_seconds(to_timestamp) if to_timestamp is not None else None
+    _require_yes_or_terminal(yes)
+    settings = state(ctx).settings()
+    connector = settings.name
+    store = wiring.offset_store(settings)
+    try:
+        stored = {r.partition: dict(r.offset) for r in store.records(connector)}
+        if seconds is None:
+            targets = [p for p in sorted(stored) if partition is None or p == partition]
+            changes = [OffsetChange(p, "deleted", stored[p], None) for p in targets]
+        else:
+            targets = [partition] if partition is not None else sorted(stored)
+            if not targets:
+                raise _no_partition(connector, "move")
+            after = SourceOffset(Position(seconds, 0)).to_record()
+            changes = [OffsetChange(p, "moved", stored.get(p), after) for p in targets]
+        if changes:
             _confirm(connector, _store_location(settings), changes, yes)
             _apply(store, connector, changes)
-        finally:
-            store.close()
-        _render(output, connector, changes)
+    finally:
+        store.close()
+    _render(output, connector, changes, partition)
 
-    @offsets_app.command("import")
-    @settings_flags(*STORE_FLAGS, "topic.prefix", "mongodb.connection.string")
-    def import_(
-        ctx: typer.Context,
-        from_kafka_connect: Annotated[
-            bool,
-            typer.Option(
-                "--from-kafka-connect",
-                help="Read a Debezium MongoDB connector's offsets from Kafka Connect's offset storage.",
-            ),
-        ] = False,
-        connector_name: ConnectorNameOpt = None,
-        connect_offsets_topic: Annotated[
-            str | None,
-            typer.Option(
-                "--connect-offsets-topic",
-                help="The Connect workers' offset.storage.topic, or the connector's own offsets.storage.topic "
-                "(default: connect-offsets).",
-                show_default=False,
-            ),
-        ] = None,
-        connect_bootstrap_servers: ConnectBootstrapOpt = None,
-        connect_kafka: ConnectKafkaOpt = None,
-        connect_offsets_file: ConnectFileOpt = None,
-        partition: Annotated[
-            str | None,
-            typer.Option(
-                "--partition",
-                "-p",
-                help="mongocdc partition to import into: the replica set name, or `cluster` when streaming through "
-                "mongos (default: asked of MongoDB through mongodb.connection.string).",
-                show_default=False,
-            ),
-        ] = None,
-        dry_run: DryRunOpt = False,
-        yes: YesOpt = False,
-        output: OutputOpt = Output.table,
-    ) -> None:
-        """Adopt a stopped Debezium MongoDB connector's offsets: mongocdc continues at its resume token.
 
-        Reads the connector's offset from Kafka Connect (the offsets topic, or a standalone worker's
-        file), translates it and stores it in mongocdc's offset store under --name: `mongocdc stream`
-        then resumes after the same change, with no snapshot and no gap. An unfinished initial
-        snapshot is run again from the start (as Debezium would); an incremental snapshot continues
-        with its current collection read again. Stop the Debezium connector first
-        (`PUT /connectors/<name>/stop` or delete it) so its last position is flushed; on a running
-        Connect cluster (Kafka 3.6+) `GET /connectors/<name>/offsets` shows the offset read here.
-        """
-        from mongocdc import wiring
-        from mongocdc.engine.adoption import choose_debezium_offsets, from_debezium
+@offsets_app.command("set")
+@settings_flags(*STORE_FLAGS)
+def set_(
+    ctx: typer.Context,
+    resume_token: Annotated[
+        str,
+        typer.Option(
+            "--resume-token",
+            help="Resume token to continue after: the `_data` hex string MongoDB shows in a change "
+            "event's _id, the whole token as an extended JSON document, or the resume_token printed by "
+            "`offsets show --output json` (base64).",
+            show_default=False,
+        ),
+    ],
+    partition: SetPartitionOpt = None,
+    yes: YesOpt = False,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Set a connector's position to a resume token: streaming continues with the change after it.
 
-        if not from_kafka_connect:
-            raise UsageError(
-                "say where the offsets come from: --from-kafka-connect",
-                hint="mongocdc offsets import --from-kafka-connect [--connector-name NAME] [--connect-offsets-topic T]",
-            )
-        if not dry_run:
-            _require_yes_or_terminal(yes)
-        settings = state(ctx).settings()
-        prefix = settings.require("topic.prefix")
-        location = connect_location(
-            settings, connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file
-        )
-        debezium = connector_name or settings.name
-        found = read_connect_offsets(location)
-        targets = mongocdc_partitions(settings, partition)
-        chosen = choose_debezium_offsets(
-            found, debezium, prefix, targets, where=location.describe(), explicit=partition is not None
-        )
-        translated = []
-        for target, source in chosen:
-            if source.offset is None:
+    sec and ord are kept from the stored offset (0 when there is none). With several stored
+    partitions, --partition says which one. Stop the connector first.
+    """
+    from mongocdc import wiring
+    from mongocdc.engine.source_offset import SourceOffset
+    from mongocdc.events.position import Position
+
+    token = Position.token_bytes(parse_resume_token(resume_token))
+    _require_yes_or_terminal(yes)
+    settings = state(ctx).settings()
+    connector = settings.name
+    store = wiring.offset_store(settings)
+    try:
+        stored = {r.partition: dict(r.offset) for r in store.records(connector)}
+        if partition is None:
+            if not stored:
+                raise _no_partition(connector, "set")
+            if len(stored) > 1:
                 raise UsageError(
-                    f"the offset of {source.key.decode(errors='replace')} in {source.where} is not a JSON object",
-                    hint="it was not written by Kafka Connect's JsonConverter; inspect it with `mongocdc topic dump`",
+                    f"connector {connector!r} has offsets for {len(stored)} partitions "
+                    f"({', '.join(sorted(stored))}); a resume token belongs to one of them",
+                    hint="pass --partition to say which",
                 )
-            result = from_debezium(source.offset, new_snapshot_id=f"debezium-{debezium}")
-            notes = list(result.notes)
-            adopted = read_offset(result.offset)
-            if not isinstance(adopted, str) and adopted.incremental is not None and not settings.signal_data_collection:
-                notes.append(
-                    "set signal.data.collection (as Debezium's) so mongocdc continues the incremental snapshot"
-                )
-            translated.append((target, source, result.offset, notes))
-        store = wiring.offset_store(settings, create=not dry_run)
-        try:
-            stored = {r.partition: dict(r.offset) for r in store.records(settings.name)}
-            action = "would import" if dry_run else "imported"
-            changes = [OffsetChange(t, action, stored.get(t), after) for t, _, after, _ in translated]
-            _echo_notes(output, [(t, n) for t, _, _, ns in translated for n in ns])
-            if not dry_run:
-                _confirm(settings.name, _store_location(settings), changes, yes)
-                _apply(store, settings.name, changes)
-        finally:
-            store.close()
-        extra = [
-            {
-                "debezium": {
-                    "connector": source.connector,
-                    "partition": source.partition,
-                    "offset": source.offset,
-                    "read_from": source.where,
-                },
-                "notes": ns,
-            }
-            for _, source, _, ns in translated
-        ]
-        _render_adoption(output, settings.name, changes, extra)
+            partition = next(iter(stored))
+        before = stored.get(partition)
+        previous = read_offset(before) if before is not None else None
+        kept = previous.position if previous is not None and not isinstance(previous, str) else Position(0, 0)
+        after = SourceOffset(Position(kept.sec, kept.ord, token)).to_record()
+        changes = [OffsetChange(partition, "set", before, after)]
+        _confirm(connector, _store_location(settings), changes, yes)
+        _apply(store, connector, changes)
+    finally:
+        store.close()
+    _render(output, connector, changes)
 
-    @offsets_app.command("export")
-    @settings_flags(*STORE_FLAGS, "topic.prefix")
-    def export(
-        ctx: typer.Context,
-        to_kafka_connect: Annotated[
-            bool,
-            typer.Option(
-                "--to-kafka-connect",
-                help="Write the offsets into Kafka Connect's offset storage as the Debezium MongoDB connector would.",
-            ),
-        ] = False,
-        connector_name: ConnectorNameOpt = None,
-        connect_offsets_topic: Annotated[
-            str | None,
-            typer.Option(
-                "--connect-offsets-topic",
-                help="The Connect workers' offset.storage.topic, or the connector's own offsets.storage.topic "
-                "(default: connect-offsets).",
-                show_default=False,
-            ),
-        ] = None,
-        connect_bootstrap_servers: ConnectBootstrapOpt = None,
-        connect_kafka: ConnectKafkaOpt = None,
-        connect_offsets_file: ConnectFileOpt = None,
-        dry_run: DryRunOpt = False,
-        yes: YesOpt = False,
-        output: OutputOpt = Output.table,
-    ) -> None:
-        """Hand mongocdc's position to a Debezium MongoDB connector: it resumes at the same resume token.
 
-        Writes the offset under the key Debezium reads ({"server_id": "<topic.prefix>"} for connector
-        --connector-name), with the bytes Debezium writes, into the partition of the offsets topic
-        Kafka Connect's own producer would choose (or into a standalone worker's file). Stop mongocdc
-        first (SIGTERM), and keep the Debezium connector stopped or deleted until the write is done.
-        A running Connect cluster (Kafka 3.6+) can take the same offset through its REST API instead,
-        `PATCH /connectors/<name>/offsets` on the stopped connector: `--dry-run --output json` prints
-        the request.
-        """
-        from mongocdc import wiring
-        from mongocdc.engine.adoption import debezium_partition, to_debezium
-        from mongocdc.offsets.connect import connect_key, connect_value
+@offsets_app.command("import")
+@settings_flags(*STORE_FLAGS, "topic.prefix", "mongodb.connection.string")
+def import_(
+    ctx: typer.Context,
+    from_kafka_connect: Annotated[
+        bool,
+        typer.Option(
+            "--from-kafka-connect",
+            help="Read a Debezium MongoDB connector's offsets from Kafka Connect's offset storage.",
+        ),
+    ] = False,
+    connector_name: ConnectorNameOpt = None,
+    connect_offsets_topic: Annotated[
+        str | None,
+        typer.Option(
+            "--connect-offsets-topic",
+            help="The Connect workers' offset.storage.topic, or the connector's own offsets.storage.topic "
+            "(default: connect-offsets).",
+            show_default=False,
+        ),
+    ] = None,
+    connect_bootstrap_servers: ConnectBootstrapOpt = None,
+    connect_kafka: ConnectKafkaOpt = None,
+    connect_offsets_file: ConnectFileOpt = None,
+    partition: Annotated[
+        str | None,
+        typer.Option(
+            "--partition",
+            "-p",
+            help="mongocdc partition to import into: the replica set name, or `cluster` when streaming through "
+            "mongos (default: asked of MongoDB through mongodb.connection.string).",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Adopt a stopped Debezium MongoDB connector's offsets: mongocdc continues at its resume token.
 
-        if not to_kafka_connect:
-            raise UsageError(
-                "say where the offsets go: --to-kafka-connect",
-                hint="mongocdc offsets export --to-kafka-connect [--connector-name NAME] [--connect-offsets-topic T]",
-            )
-        if not dry_run:
-            _require_yes_or_terminal(yes)
-        settings = state(ctx).settings()
-        prefix = settings.require("topic.prefix")
-        location = connect_location(
-            settings, connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file
+    Reads the connector's offset from Kafka Connect (the offsets topic, or a standalone worker's
+    file), translates it and stores it in mongocdc's offset store under --name: `mongocdc stream`
+    then resumes after the same change, with no snapshot and no gap. An unfinished initial
+    snapshot is run again from the start (as Debezium would); an incremental snapshot continues
+    with its current collection read again. Stop the Debezium connector first
+    (`PUT /connectors/<name>/stop` or delete it) so its last position is flushed; on a running
+    Connect cluster (Kafka 3.6+) `GET /connectors/<name>/offsets` shows the offset read here.
+    """
+    from mongocdc import wiring
+    from mongocdc.engine.adoption import choose_debezium_offsets, from_debezium
+
+    if not from_kafka_connect:
+        raise UsageError(
+            "say where the offsets come from: --from-kafka-connect",
+            hint="mongocdc offsets import --from-kafka-connect [--connector-name NAME] [--connect-offsets-topic T]",
         )
-        debezium = connector_name or settings.name
-        store = wiring.offset_store(settings, create=False)
-        try:
-            records = store.records(settings.name)
-        finally:
-            store.close()
-        if not records:
+    if not dry_run:
+        _require_yes_or_terminal(yes)
+    settings = state(ctx).settings()
+    prefix = settings.require("topic.prefix")
+    location = connect_location(
+        settings, connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file
+    )
+    debezium = connector_name or settings.name
+    found = read_connect_offsets(location)
+    targets = mongocdc_partitions(settings, partition)
+    chosen = choose_debezium_offsets(
+        found, debezium, prefix, targets, where=location.describe(), explicit=partition is not None
+    )
+    translated = []
+    for target, source in chosen:
+        if source.offset is None:
             raise UsageError(
-                f"connector {settings.name!r} has no stored offsets in {_store_location(settings)}: nothing to export",
-                hint="pass --name (and --offsets) of the mongocdc connector; `mongocdc offsets show --all` lists them",
+                f"the offset of {source.key.decode(errors='replace')} in {source.where} is not a JSON object",
+                hint="it was not written by Kafka Connect's JsonConverter; inspect it with `mongocdc topic dump`",
             )
-        if len(records) > 1:
-            raise ConfigError(
-                f"connector {settings.name!r} streams each shard's replica set on its own "
-                f"({', '.join(r.partition for r in records)}), but Debezium 3.x streams the whole cluster through "
-                "mongos from one resume token: there is no Debezium offset for several shard positions",
-                hint="switch mongocdc to mongodb.connection.mode=sharded first (a new position: `offsets reset`, "
-                "then stream), or keep Debezium's own offsets",
-            )
-        record = records[0]
-        result = to_debezium(record.offset)
-        partition_map = debezium_partition(prefix)
-        key = connect_key(debezium, partition_map)
-        value = connect_value(result.offset)
-        found = read_connect_offsets(location, missing_file_ok=True)
-        before = next((o.offset for o in found if o.key == key), None)
+        result = from_debezium(source.offset, new_snapshot_id=f"debezium-{debezium}")
         notes = list(result.notes)
-        if location.file is not None and not location.file.exists():
-            notes.append(f"{location.file} does not exist yet: it is created, and the worker reads it when it starts")
-        others = [o for o in found if o.connector == debezium and o.key != key]
-        older = [o for o in others if o.partition.get("server_id") == prefix]
-        if older:
-            keys = ", ".join(o.key.decode(errors="replace") for o in older)
-            notes.append(f"connector {debezium!r} also has older offsets under {keys}: Debezium ignores them now")
-        for servers in sorted({str(o.partition.get("server_id")) for o in others} - {prefix}):
-            notes.append(
-                f"connector {debezium!r} also has an offset for server_id {servers!r}: if its topic.prefix is "
-                f"{servers!r}, it reads that one and not this one (written for topic.prefix {prefix!r})"
-            )
+        adopted = read_offset(result.offset)
+        if not isinstance(adopted, str) and adopted.incremental is not None and not settings.signal_data_collection:
+            notes.append("set signal.data.collection (as Debezium's) so mongocdc continues the incremental snapshot")
+        translated.append((target, source, result.offset, notes))
+    store = wiring.offset_store(settings, create=not dry_run)
+    try:
+        stored = {r.partition: dict(r.offset) for r in store.records(settings.name)}
+        action = "would import" if dry_run else "imported"
+        changes = [OffsetChange(t, action, stored.get(t), after) for t, _, after, _ in translated]
+        _echo_notes(output, [(t, n) for t, _, _, ns in translated for n in ns])
         if not dry_run:
-            _echo_notes(output, [(record.partition, n) for n in notes])
-            change = OffsetChange(record.partition, "exported", before, result.offset)
-            _confirm(debezium, location.describe(), [change], yes)
-        written = write_connect_offset(location, key, value, dry_run=dry_run)
-        change = OffsetChange(record.partition, "would export" if dry_run else "exported", before, result.offset)
-        if dry_run:
-            _echo_notes(output, [(record.partition, n) for n in notes])
-        extra = {
+            _confirm(settings.name, _store_location(settings), changes, yes)
+            _apply(store, settings.name, changes)
+    finally:
+        store.close()
+    extra = [
+        {
             "debezium": {
-                "connector": debezium,
-                "partition": partition_map,
-                "key": key.decode("utf-8"),
-                "value": value.decode("utf-8"),
-                "written_to" if not dry_run else "would_go_to": written,
+                "connector": source.connector,
+                "partition": source.partition,
+                "offset": source.offset,
+                "read_from": source.where,
             },
-            "rest": _rest_body(debezium, partition_map, result.offset),
-            "notes": notes,
+            "notes": ns,
         }
-        _render_adoption(output, settings.name, [change], [extra])
+        for _, source, _, ns in translated
+    ]
+    _render_adoption(output, settings.name, changes, extra)
 
-    app.add_typer(offsets_app, name="offsets")
+
+@offsets_app.command("export")
+@settings_flags(*STORE_FLAGS, "topic.prefix")
+def export(
+    ctx: typer.Context,
+    to_kafka_connect: Annotated[
+        bool,
+        typer.Option(
+            "--to-kafka-connect",
+            help="Write the offsets into Kafka Connect's offset storage as the Debezium MongoDB connector would.",
+        ),
+    ] = False,
+    connector_name: ConnectorNameOpt = None,
+    connect_offsets_topic: Annotated[
+        str | None,
+        typer.Option(
+            "--connect-offsets-topic",
+            help="The Connect workers' offset.storage.topic, or the connector's own offsets.storage.topic "
+            "(default: connect-offsets).",
+            show_default=False,
+        ),
+    ] = None,
+    connect_bootstrap_servers: ConnectBootstrapOpt = None,
+    connect_kafka: ConnectKafkaOpt = None,
+    connect_offsets_file: ConnectFileOpt = None,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Hand mongocdc's position to a Debezium MongoDB connector: it resumes at the same resume token.
+
+    Writes the offset under the key Debezium reads ({"server_id": "<topic.prefix>"} for connector
+    --connector-name), with the bytes Debezium writes, into the partition of the offsets topic
+    Kafka Connect's own producer would choose (or into a standalone worker's file). Stop mongocdc
+    first (SIGTERM), and keep the Debezium connector stopped or deleted until the write is done.
+    A running Connect cluster (Kafka 3.6+) can take the same offset through its REST API instead,
+    `PATCH /connectors/<name>/offsets` on the stopped connector: `--dry-run --output json` prints
+    the request.
+    """
+    from mongocdc import wiring
+    from mongocdc.engine.adoption import debezium_partition, to_debezium
+    from mongocdc.offsets.connect import connect_key, connect_value
+
+    if not to_kafka_connect:
+        raise UsageError(
+            "say where the offsets go: --to-kafka-connect",
+            hint="mongocdc offsets export --to-kafka-connect [--connector-name NAME] [--connect-offsets-topic T]",
+        )
+    if not dry_run:
+        _require_yes_or_terminal(yes)
+    settings = state(ctx).settings()
+    prefix = settings.require("topic.prefix")
+    location = connect_location(
+        settings, connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file
+    )
+    debezium = connector_name or settings.name
+    store = wiring.offset_store(settings, create=False)
+    try:
+        records = store.records(settings.name)
+    finally:
+        store.close()
+    if not records:
+        raise UsageError(
+            f"connector {settings.name!r} has no stored offsets in {_store_location(settings)}: nothing to export",
+            hint="pass --name (and --offsets) of the mongocdc connector; `mongocdc offsets show --all` lists them",
+        )
+    if len(records) > 1:
+        raise ConfigError(
+            f"connector {settings.name!r} streams each shard's replica set on its own "
+            f"({', '.join(r.partition for r in records)}), but Debezium 3.x streams the whole cluster through "
+            "mongos from one resume token: there is no Debezium offset for several shard positions",
+            hint="switch mongocdc to mongodb.connection.mode=sharded first (a new position: `offsets reset`, "
+            "then stream), or keep Debezium's own offsets",
+        )
+    record = records[0]
+    result = to_debezium(record.offset)
+    partition_map = debezium_partition(prefix)
+    key = connect_key(debezium, partition_map)
+    value = connect_value(result.offset)
+    found = read_connect_offsets(location, missing_file_ok=True)
+    before = next((o.offset for o in found if o.key == key), None)
+    notes = list(result.notes)
+    if location.file is not None and not location.file.exists():
+        notes.append(f"{location.file} does not exist yet: it is created, and the worker reads it when it starts")
+    others = [o for o in found if o.connector == debezium and o.key != key]
+    older = [o for o in others if o.partition.get("server_id") == prefix]
+    if older:
+        keys = ", ".join(o.key.decode(errors="replace") for o in older)
+        notes.append(f"connector {debezium!r} also has older offsets under {keys}: Debezium ignores them now")
+    for servers in sorted({str(o.partition.get("server_id")) for o in others} - {prefix}):
+        notes.append(
+            f"connector {debezium!r} also has an offset for server_id {servers!r}: if its topic.prefix is "
+            f"{servers!r}, it reads that one and not this one (written for topic.prefix {prefix!r})"
+        )
+    if not dry_run:
+        _echo_notes(output, [(record.partition, n) for n in notes])
+        change = OffsetChange(record.partition, "exported", before, result.offset)
+        _confirm(debezium, location.describe(), [change], yes)
+    written = write_connect_offset(location, key, value, dry_run=dry_run)
+    change = OffsetChange(record.partition, "would export" if dry_run else "exported", before, result.offset)
+    if dry_run:
+        _echo_notes(output, [(record.partition, n) for n in notes])
+    extra = {
+        "debezium": {
+            "connector": debezium,
+            "partition": partition_map,
+            "key": key.decode("utf-8"),
+            "value": value.decode("utf-8"),
+            "written_to" if not dry_run else "would_go_to": written,
+        },
+        "rest": _rest_body(debezium, partition_map, result.offset),
+        "notes": notes,
+    }
+    _render_adoption(output, settings.name, [change], [extra])
