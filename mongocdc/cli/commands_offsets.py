@@ -67,10 +67,12 @@ ConnectKafkaOpt = Annotated[
     ),
 ]
 ConnectTopicOpt = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--connect-offsets-topic",
-        help="The Connect workers' offset.storage.topic (or a connector's own offsets.storage.topic).",
+        help="The Connect workers' offset.storage.topic, or the connector's own offsets.storage.topic "
+        "(default: connect-offsets).",
+        show_default=False,
     ),
 ]
 ConnectFileOpt = Annotated[
@@ -652,15 +654,7 @@ def import_(
         ),
     ] = False,
     connector_name: ConnectorNameOpt = None,
-    connect_offsets_topic: Annotated[
-        str | None,
-        typer.Option(
-            "--connect-offsets-topic",
-            help="The Connect workers' offset.storage.topic, or the connector's own offsets.storage.topic "
-            "(default: connect-offsets).",
-            show_default=False,
-        ),
-    ] = None,
+    connect_offsets_topic: ConnectTopicOpt = None,
     connect_bootstrap_servers: ConnectBootstrapOpt = None,
     connect_kafka: ConnectKafkaOpt = None,
     connect_offsets_file: ConnectFileOpt = None,
@@ -760,15 +754,7 @@ def export(
         ),
     ] = False,
     connector_name: ConnectorNameOpt = None,
-    connect_offsets_topic: Annotated[
-        str | None,
-        typer.Option(
-            "--connect-offsets-topic",
-            help="The Connect workers' offset.storage.topic, or the connector's own offsets.storage.topic "
-            "(default: connect-offsets).",
-            show_default=False,
-        ),
-    ] = None,
+    connect_offsets_topic: ConnectTopicOpt = None,
     connect_bootstrap_servers: ConnectBootstrapOpt = None,
     connect_kafka: ConnectKafkaOpt = None,
     connect_offsets_file: ConnectFileOpt = None,
