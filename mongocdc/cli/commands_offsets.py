@@ -690,14 +690,13 @@ def import_(
             "say where the offsets come from: --from-kafka-connect",
             hint="mongocdc offsets import --from-kafka-connect [--connector-name NAME] [--connect-offsets-topic T]",
         )
-    if not dry_run:
-        _require_yes_or_terminal(yes)
-    settings = state(ctx).settings()
-    prefix = settings.require("topic.prefix")
-    location = connect_location(
-        settings, connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file
+    settings, prefix, location, debezium = _handover(
+        ctx,
+        dry_run,
+        yes,
+        connector_name,
+        (connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file),
     )
-    debezium = connector_name or settings.name
     found = read_connect_offsets(location)
     targets = mongocdc_partitions(settings, partition)
     chosen = choose_debezium_offsets(
@@ -742,6 +741,21 @@ def import_(
     _render_adoption(output, settings.name, changes, extra)
 
 
+def _handover(
+    ctx: typer.Context, dry_run: bool, yes: bool, connector_name: str | None, connect: tuple[Any, Any, Any, Any]
+) -> tuple[Settings, str, Any, str]:
+    """What ``offsets import`` and ``export`` both need: consent to write, the settings, ``topic.prefix``,
+    Kafka Connect's offset storage (``connect_location`` of the four ``--connect-*`` options) and the
+    Debezium connector's name (``--connector-name``, else ``--name``)."""
+    if not dry_run:
+        _require_yes_or_terminal(yes)
+    settings = state(ctx).settings()
+    prefix = settings.require("topic.prefix")
+    bootstrap, kafka, topic, file = connect
+    location = connect_location(settings, bootstrap, kafka, topic, file)
+    return settings, prefix, location, connector_name or settings.name
+
+
 @offsets_app.command("export")
 @settings_flags(*STORE_FLAGS, "topic.prefix")
 def export(
@@ -781,14 +795,13 @@ def export(
             "say where the offsets go: --to-kafka-connect",
             hint="mongocdc offsets export --to-kafka-connect [--connector-name NAME] [--connect-offsets-topic T]",
         )
-    if not dry_run:
-        _require_yes_or_terminal(yes)
-    settings = state(ctx).settings()
-    prefix = settings.require("topic.prefix")
-    location = connect_location(
-        settings, connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file
+    settings, prefix, location, debezium = _handover(
+        ctx,
+        dry_run,
+        yes,
+        connector_name,
+        (connect_bootstrap_servers, connect_kafka, connect_offsets_topic, connect_offsets_file),
     )
-    debezium = connector_name or settings.name
     store = wiring.offset_store(settings, create=False)
     try:
         records = store.records(settings.name)
