@@ -334,7 +334,7 @@ CONNECT: Final[Mapping[str, Compat]] = {
         "mongocdc replaces Debezium's MongoDB connector only", MONGODB_CONNECTOR, "MongoDbConnector", "MongoDb"
     ),
     "tasks.max": _IMPLEMENTED,
-    "tasks.max.enforce": _ignored("tasks.max bounds mongocdc's shard tasks in replica_set connection mode", "true"),
+    "tasks.max.enforce": _ignored("mongocdc runs one task per replica set whatever tasks.max says", "true"),
     "key.converter": _checked(
         "mongocdc writes keys as Kafka Connect's JsonConverter does", JSON_CONVERTER, "JsonConverter", "Json"
     ),

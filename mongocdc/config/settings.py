@@ -236,8 +236,8 @@ class Settings:
         "tasks.max",
         _POSITIVE,
         1,
-        "Maximum number of tasks in `replica_set` connection mode; shard replica sets are spread over them, "
-        "several may share a task, each still on its own thread.",
+        "Kafka Connect's task limit: accepted and checked, but mongocdc runs one task per replica set (each "
+        "shard's in `replica_set` connection mode), each on its own thread, whatever the value.",
     )
     mongodb_poll_interval_ms: int = setting(
         "mongodb.poll.interval.ms",
