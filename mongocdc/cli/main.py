@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import select
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -136,6 +138,31 @@ def _wants_traceback(argv: list[str]) -> bool:
     return "--traceback" in argv
 
 
+def _stdout_reader_gone() -> bool:
+    """Whether standard output is a pipe or socket whose reading end is closed (``… | head -3``).
+
+    A ``BrokenPipeError`` from anywhere else (a socket of a client library) stays an error.
+    """
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no real file descriptor (a captured stream)
+        return False
+
+
+def _closed_pipe() -> int:
+    """The reader of the output stopped early (``… | head -3``), as the operator wanted: exit 0 quietly.
+
+    Standard output then points at the null device, as Python's documentation advises after ``EPIPE``:
+    the interpreter flushes it again at exit, which would raise once more.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return int(ExitCode.OK)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app and exit with the documented code."""
     sys.exit(run(sys.argv[1:] if argv is None else argv))
@@ -146,6 +173,7 @@ def run(argv: list[str]) -> int:
     show_traceback = _wants_traceback(argv)
     try:
         result = app(args=argv, prog_name="mongocdc", standalone_mode=False)
+        sys.stdout.flush()  # a closed pipe shows here when the output fitted in the buffer
     except MongocdcError as error:
         if show_traceback:
             raise
@@ -156,6 +184,10 @@ def run(argv: list[str]) -> int:
     except click.ClickException as error:
         error.show()
         return int(ExitCode.USAGE) if isinstance(error, click.UsageError) else int(ExitCode.UNEXPECTED)
+    except SystemExit:
+        if _stdout_reader_gone():  # click turns a closed pipe into exit 1
+            return _closed_pipe()
+        raise
     except click.exceptions.Abort:
         sys.stderr.write("aborted\n")
         return int(ExitCode.INTERRUPTED)
@@ -163,6 +195,8 @@ def run(argv: list[str]) -> int:
         sys.stderr.write("interrupted\n")
         return int(ExitCode.INTERRUPTED)
     except Exception as error:  # a bug: say so, and keep secrets out of the message
+        if isinstance(error, BrokenPipeError) and _stdout_reader_gone():
+            return _closed_pipe()
         if show_traceback:
             raise
         logging.getLogger("mongocdc").debug("unexpected error", exc_info=True)

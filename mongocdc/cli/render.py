@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Iterable, Sequence
@@ -12,8 +13,18 @@ from rich.table import Table
 
 from mongocdc.cli.state import Output
 
-stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True, soft_wrap=True)
+
+class _Console(Console):
+    """A rich console that lets a closed pipe reach the command line's entry point, which exits 0 quietly
+    (``mongocdc topic dump … | head -3``); rich's own handling exits 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the reader of the output closed it")
+
+
+stdout = _Console(soft_wrap=True)
+stderr = _Console(stderr=True, soft_wrap=True)
 
 
 def print_json(data: Any) -> None:

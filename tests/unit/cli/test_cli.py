@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -266,3 +269,35 @@ def test_json_logs_are_json_lines_with_credentials_redacted(capsys: pytest.Captu
     assert "T" in retry["ts"] and retry["ts"].endswith("+00:00")
     assert all("topsecret" not in line for line in lines)
     assert lines[-2].startswith("error: MongoDB at 127.0.0.1:9 is unreachable")
+
+
+@pytest.mark.parametrize(
+    ("args", "config"),
+    [
+        (["version"], None),  # the output is still buffered when the command returns
+        (["config", "show", "-c"], "topic.prefix: shop\n"),  # a rich table, written while the command runs
+    ],
+)
+def test_a_closed_pipe_exits_0_quietly(tmp_path: Path, args: list[str], config: str | None) -> None:
+    """``mongocdc … | head -3``: the reader is gone before the output is written; no traceback, no "bug"."""
+    if config is not None:
+        (tmp_path / "c.yaml").write_text(config)
+        args = [*args, str(tmp_path / "c.yaml")]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mongocdc", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            cwd=tmp_path,
+            env=env,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "")
