@@ -506,15 +506,27 @@ def show(
     output: OutputOpt = Output.table,
     all_connectors: bool = typer.Option(False, "--all", help="Show every connector in the store, not only --name."),
 ) -> None:
-    """Show each source partition's stored position (sec, ord, resume token, updated at)."""
+    """Show each source partition's stored position (sec, ord, resume token, updated at).
+
+    A connector with no stored offsets is an error (exit 2) naming the connectors the store has.
+    """
     from mongocdc import wiring
 
     settings = state(ctx).settings()
     store = wiring.offset_store(settings, create=False)
     try:
-        records = store.records(None if all_connectors else settings.name)
+        everyone = store.records()
     finally:
         store.close()
+    records = everyone if all_connectors else [r for r in everyone if r.connector == settings.name]
+    if not records and not all_connectors:
+        others = sorted({r.connector for r in everyone})
+        raise UsageError(
+            f"connector {settings.name!r} has no stored offsets in {_store_location(settings)}",
+            hint=f"the store has offsets of {', '.join(map(repr, others))}: pass --name, or --all to list them"
+            if others
+            else "the store holds no offsets yet: the connector has not committed a position here (check --offsets)",
+        )
     data = [
         {
             "connector": r.connector,

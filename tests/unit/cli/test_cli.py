@@ -128,8 +128,29 @@ def test_config_show_redacts_secrets_and_honours_precedence(
 
 def test_offsets_show_on_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "o.db"
-    assert run(["offsets", "show", "--offsets", f"sqlite:{store}", "--output", "json"]) == 0
+    assert run(["offsets", "show", "--offsets", f"sqlite:{store}", "--all", "--output", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
+    assert run(["offsets", "show", "--offsets", f"sqlite:{store}", "--name", "nope"]) == ExitCode.USAGE
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"error: connector 'nope' has no stored offsets in sqlite:{store}" in captured.err
+    assert "holds no offsets yet" in captured.err
+
+
+def test_offsets_show_of_a_connector_with_no_offsets_names_the_stored_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "o.db"
+    sqlite = ["--offsets", f"sqlite:{store}"]
+    assert (
+        run(["offsets", "reset", *sqlite, "--name", "app", "--partition", "rs0", "--to-timestamp", "100", "--yes"]) == 0
+    )
+    capsys.readouterr()
+    assert run(["offsets", "show", *sqlite, "--name", "nope", "--output", "json"]) == ExitCode.USAGE
+    captured = capsys.readouterr()
+    assert captured.out == "" and "has offsets of 'app': pass --name, or --all" in captured.err
+    assert run(["offsets", "show", *sqlite, "--name", "app", "--output", "json"]) == 0
+    assert [r["partition"] for r in json.loads(capsys.readouterr().out)] == ["rs0"]
 
 
 def test_every_command_and_option_has_help_text() -> None:
