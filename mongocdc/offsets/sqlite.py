@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS offsets (
     PRIMARY KEY (connector, partition)
 )
 """
+_COLUMNS = ("connector", "partition", "offset", "updated_at")
 
 
 class SqliteOffsetStore:
@@ -30,18 +31,34 @@ class SqliteOffsetStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()  # one connection, shared by the tasks of several replica sets
+        where = "check offset.storage.file.filename (or --offsets sqlite:PATH) points at a writable file"
         try:
             if str(self.path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._make_directory(where)
             self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute(_SCHEMA)
+            columns = [row[1] for row in self._db.execute("PRAGMA table_info(offsets)")]
         except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(f"cannot open the offset store {self.path}: {exc}", hint=where) from exc
+        if not set(_COLUMNS) <= set(columns):
+            self._db.close()
             raise ConfigError(
-                f"cannot open the offset store {self.path}: {exc}",
-                hint="check offset.storage.file.filename (or --offsets sqlite:PATH) points at a writable file",
-            ) from exc
+                f"{self.path} is not a mongocdc offset store: it has a table `offsets` of other columns "
+                f"({', '.join(columns)}; mongocdc's are {', '.join(_COLUMNS)})",
+                hint="point offset.storage.file.filename (or --offsets sqlite:PATH) at a file of its own; "
+                "this one was left unchanged",
+            )
+
+    def _make_directory(self, where: str) -> None:
+        """Create the store's directory; a regular file in the way is named (not "File exists")."""
+        for parent in reversed(self.path.parents):
+            if parent.exists() and not parent.is_dir():
+                raise ConfigError(
+                    f"cannot create the offset store {self.path}: {parent} is a file, not a directory", hint=where
+                )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def load(self, connector: str, partition: str) -> dict[str, Any] | None:
         with self._lock:

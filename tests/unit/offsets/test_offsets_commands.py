@@ -218,3 +218,35 @@ def test_declining_the_prompt_changes_nothing(
     assert offsets_cli(db, "reset") == ExitCode.INTERRUPTED
     assert "aborted" in capsys.readouterr().err
     assert stored(db) == before
+
+
+def test_an_offsets_file_of_another_program_exits_3_and_stays_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "theirs.db"
+    with sqlite3.connect(path) as theirs:
+        theirs.execute("CREATE TABLE offsets (topic TEXT, position INTEGER)")
+        theirs.execute("INSERT INTO offsets VALUES ('t', 1)")
+    theirs.close()
+    for argv in (["show", "--all"], ["reset", "--yes"]):
+        assert run(["offsets", *argv, "--offsets", f"sqlite:{path}"]) == ExitCode.CONFIG
+        err = capsys.readouterr().err
+        assert f"error: {path} is not a mongocdc offset store: it has a table `offsets` of other columns" in err
+        assert "(topic, position; mongocdc's are connector, partition, offset, updated_at)" in err
+        assert "hint: point offset.storage.file.filename (or --offsets sqlite:PATH) at a file of its own" in err
+    with sqlite3.connect(path) as theirs:
+        assert theirs.execute("SELECT * FROM offsets").fetchall() == [("t", 1)]
+    theirs.close()
+
+
+def test_an_offsets_path_under_a_regular_file_exits_3_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "state").write_text("not a directory")
+    path = tmp_path / "state" / "sub" / "offsets.db"
+    assert run(["offsets", "show", "--all", "--offsets", f"sqlite:{path}"]) == ExitCode.CONFIG
+    err = capsys.readouterr().err
+    assert f"error: cannot create the offset store {path}: {tmp_path / 'state'} is a file, not a directory" in err
+    assert "File exists" not in err and "hint: check offset.storage.file.filename" in err
