@@ -64,6 +64,8 @@ def failover_translate(
     """
     from mongocdc import wiring
 
+    if apply and dry_run:
+        raise typer.BadParameter("give --apply (write the offsets) or --dry-run (only check and show), not both")
     settings = state(ctx).settings()
     translator = wiring.failover_translator(settings)
     try:

@@ -13,7 +13,7 @@ import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mongocdc.errors import ConfigError, GroupActiveError, PartialTranslationError, UnreachableError
+from mongocdc.errors import ConfigError, GroupActiveError, PartialTranslationError, UnreachableError, UsageError
 from mongocdc.replication.clients import Cluster
 from mongocdc.replication.naming import NameFilter, TopicRenamer
 from mongocdc.replication.provenance import origin_on
@@ -132,7 +132,15 @@ class Translator:
         mine = {(c.topic, c.partition): c for c in checkpoints if c.group == group}
         if reachable:
             assert self.source is not None
-            committed = {tp: offset for tp, offset in self.source.committed(group).items() if selected(tp[0])}
+            everywhere = self.source.committed(group)
+            committed = {tp: offset for tp, offset in everywhere.items() if selected(tp[0])}
+            if not committed:
+                raise UsageError(
+                    f"consumer group {group} has no committed offsets on the source cluster at {self.source.bootstrap}"
+                    + (" on the replicated topics" if everywhere else " (the group does not exist there)"),
+                    hint="check the group name (`kafka-consumer-groups --list` on the source); nothing was translated "
+                    "or written",
+                )
         else:
             committed = {tp: c.upstream for tp, c in mine.items() if selected(tp[0])}
             if not committed:

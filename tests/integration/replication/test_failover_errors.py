@@ -126,3 +126,11 @@ def test_a_committed_partition_that_cannot_be_translated_is_named_and_apply_refu
     code, _, err = translate(replicated, "--group", group, "--source", a, "--apply", "--allow-partial")
     assert code == 0, err
     assert committed(b, group, topic, 1) == {0: 3}
+
+
+def test_a_group_with_no_committed_offsets_on_the_source_is_an_error_naming_it(replicated: dict[str, str]) -> None:
+    code, out, err = translate(replicated, "--group", "nosuch", "--source", replicated["a"], "--apply")
+    assert (code, out) == (2, ""), err
+    assert f"error: consumer group nosuch has no committed offsets on the source cluster at {replicated['a']} " in err
+    assert "(the group does not exist there)" in err
+    assert committed(replicated["b"], "nosuch", replicated["topic"], 1) == {}

@@ -64,3 +64,10 @@ def test_translate_target_unreachable_exits_4(capsys: pytest.CaptureFixture[str]
 def test_translate_without_group_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["failover", "translate", "--target", CLOSED]) == ExitCode.USAGE
     assert "--group" in capsys.readouterr().err
+
+
+def test_translate_apply_and_dry_run_together_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["failover", "translate", "--group", "g", "--target", CLOSED, "--apply", "--dry-run"]
+    assert run(argv) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "give --apply (write the offsets) or --dry-run (only check and show), not both" in err
