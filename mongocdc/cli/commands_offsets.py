@@ -162,7 +162,9 @@ def parse_resume_token(text: str) -> dict[str, Any]:
 
     Accepted: the ``_data`` hex string MongoDB shows, the document as extended JSON, or the stored
     form (base64 of the BSON document, the ``resume_token`` of ``offsets show --output json``).
-    A string of hex digits is always taken as ``_data``.
+    A string of hex digits is always taken as ``_data``. Every form is checked to be a change stream
+    token: its ``_data`` starts with the cluster time (byte 0x82, a KeyString timestamp, as MongoDB and
+    Debezium write it); anything else is a ``UsageError`` (exit 2) saying what a token looks like.
     """
     import bson
     from bson import json_util
@@ -171,38 +173,52 @@ def parse_resume_token(text: str) -> dict[str, Any]:
     from mongocdc.engine.source_offset import decode_token
 
     hint = (
+        "a resume token's `_data` is hex starting with 82 (its cluster time), e.g. 8263A1B2C3000000012B…; "
         "pass the `_data` string of a change event's `_id` (hex digits, as mongosh shows it), the whole token "
         'as extended JSON, e.g. \'{"_data": "8263…"}\', or the resume_token of `offsets show --output json`'
     )
     stripped = text.strip()
     if not stripped.startswith("{"):
         if _HEX.fullmatch(stripped):
-            return {"_data": stripped.upper()}
+            return _checked_token({"_data": stripped.upper()}, hint)
         try:
             stored = bson.decode(decode_token(stripped))
         except ValueError:
             stored = None
         if not stored or "_data" not in stored:
-            raise ConfigError(
+            raise UsageError(
                 f"--resume-token {text!r} is neither a hex `_data` string, a JSON document nor a stored token",
                 hint=hint,
             )
-        return stored
+        return _checked_token(stored, hint)
     try:
         document = json_util.loads(stripped)
     except Exception as exc:  # json_util raises ValueError, TypeError or bson errors for bad input
-        raise ConfigError(f"--resume-token is not valid extended JSON: {exc}", hint=hint) from None
+        raise UsageError(f"--resume-token is not valid extended JSON: {exc}", hint=hint) from None
     if not isinstance(document, dict) or "_data" not in document:
-        raise ConfigError("--resume-token must be a document with a `_data` field", hint=hint)
+        raise UsageError("--resume-token must be a document with a `_data` field", hint=hint)
     data = document["_data"]
     if isinstance(data, str):
         if not _HEX.fullmatch(data):
-            raise ConfigError(f"the resume token's `_data` {data!r} is not an even number of hex digits", hint=hint)
+            raise UsageError(f"the resume token's `_data` {data!r} is not an even number of hex digits", hint=hint)
         document["_data"] = data.upper()
     elif not isinstance(data, Binary | bytes):
-        raise ConfigError("the resume token's `_data` must be a hex string (or binary, MongoDB 3.6)", hint=hint)
-    result: dict[str, Any] = dict(document)
-    return result
+        raise UsageError("the resume token's `_data` must be a hex string (or binary, MongoDB 3.6)", hint=hint)
+    return _checked_token(dict(document), hint)
+
+
+def _checked_token(token: dict[str, Any], hint: str) -> dict[str, Any]:
+    """``token`` when its ``_data`` starts with a cluster time, the first field of every change stream token."""
+    data = token.get("_data")
+    raw = bytes.fromhex(data) if isinstance(data, str) and _HEX.fullmatch(data) else data
+    if not isinstance(raw, bytes) or not raw.startswith(b"\x82"):
+        shown = data if isinstance(data, str) else repr(data)
+        raise UsageError(
+            f"--resume-token: `_data` {shown} is not a MongoDB change stream resume token (it does not start with "
+            "a cluster time, 82…)",
+            hint=hint,
+        )
+    return token
 
 
 # --- the change ----------------------------------------------------------------------------
@@ -618,14 +634,17 @@ def set_(
 ) -> None:
     """Set a connector's position to a resume token: streaming continues with the change after it.
 
-    sec and ord are kept from the stored offset (0 when there is none). With several stored
+    sec and ord are the token's cluster time (kept from the stored offset, or 0, when the token is too
+    short to hold one). A value that is not a resume token is refused (exit 2). With several stored
     partitions, --partition says which one. Stop the connector first.
     """
     from mongocdc import wiring
     from mongocdc.engine.source_offset import SourceOffset
-    from mongocdc.events.position import Position
+    from mongocdc.events.position import Position, token_cluster_time
 
-    token = Position.token_bytes(parse_resume_token(resume_token))
+    document = parse_resume_token(resume_token)
+    token = Position.token_bytes(document)
+    cluster_time = token_cluster_time(document)
     _require_yes_or_terminal(yes)
     settings = state(ctx).settings()
     connector = settings.name
@@ -645,7 +664,8 @@ def set_(
         before = stored.get(partition)
         previous = read_offset(before) if before is not None else None
         kept = previous.position if previous is not None and not isinstance(previous, str) else Position(0, 0)
-        after = SourceOffset(Position(kept.sec, kept.ord, token)).to_record()
+        sec, ord_ = cluster_time if cluster_time is not None else (kept.sec, kept.ord)
+        after = SourceOffset(Position(sec, ord_, token)).to_record()
         changes = [OffsetChange(partition, "set", before, after)]
         _confirm(connector, _store_location(settings), changes, yes)
         _apply(store, connector, changes)

@@ -142,11 +142,11 @@ def test_reset_to_a_timestamp_moves_every_partition(target: Target) -> None:
     assert target.stored()["rs1"] == {"sec": 1700000000, "ord": 0, "resume_token": None}
 
 
-def test_set_stores_the_token_and_keeps_sec_and_ord(target: Target) -> None:
+def test_set_stores_the_token_and_takes_sec_and_ord_from_it(target: Target) -> None:
     result = offsets(target, "set", "--resume-token", TOKEN.lower(), "--partition", "rs1", "--yes", "-o", "json")
     assert result.returncode == 0, result.stderr
     token = base64.b64encode(bson.encode({"_data": TOKEN})).decode()
-    expected = {"sec": 1769860900, "ord": 1, "resume_token": token}
+    expected = {"sec": 0x63A1B2C3, "ord": 1, "resume_token": token}  # TOKEN's cluster time
     (change,) = json.loads(result.stdout)
     assert change["before"] == RS1 and change["after"] == expected
     assert target.stored() == {"rs0": RS0, "rs1": expected}
@@ -187,11 +187,12 @@ def test_without_yes_and_no_terminal_exit_2_and_nothing_changes(target: Target, 
         (["reset", "--to-timestamp", "1769860800000"], "out of range"),
         (["set", "--resume-token", "zz-not-hex", "--partition", "rs0"], "--resume-token 'zz-not-hex'"),
         (["set", "--resume-token", '{"_data": ', "--partition", "rs0"], "not valid extended JSON"),
+        (["set", "--resume-token", "deadbeef", "--partition", "rs0"], "is not a MongoDB change stream resume token"),
     ],
 )
-def test_bad_timestamp_or_token_exit_3_and_nothing_changes(target: Target, argv: list[str], says: str) -> None:
+def test_bad_timestamp_exit_3_bad_token_exit_2_and_nothing_changes(target: Target, argv: list[str], says: str) -> None:
     result = offsets(target, *argv, "--yes")
-    assert result.returncode == 3, result.stderr
+    assert result.returncode == (2 if argv[0] == "set" else 3), result.stderr
     assert says in result.stderr and "hint: " in result.stderr
     assert target.stored() == {"rs0": RS0, "rs1": RS1}
 

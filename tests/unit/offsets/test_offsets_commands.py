@@ -14,10 +14,11 @@ import pytest
 
 from mongocdc.cli.commands_offsets import parse_epoch_seconds, parse_resume_token
 from mongocdc.cli.main import run
-from mongocdc.errors import ConfigError, ExitCode
+from mongocdc.errors import ConfigError, ExitCode, UsageError
 from mongocdc.offsets.sqlite import SqliteOffsetStore
 
 TOKEN = "8263A1B2C3000000012B022C0100296E5A1004"
+TOKEN_SEC, TOKEN_ORD = 0x63A1B2C3, 1  # the cluster time TOKEN starts with (82, then seconds and increment)
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
@@ -102,11 +103,26 @@ def test_resume_tokens_are_data_strings_or_extended_json() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "xyz", "ABC", "{", '{"token": "82AA"}', '{"_data": "8"}', '{"_data": 5}', "[1]", _b64({"token": "82AA"})],
+    [
+        *("", "xyz", "ABC", "{", '{"token": "82AA"}', '{"_data": "8"}', '{"_data": 5}', "[1]", _b64({"token": "82AA"})),
+        # hex, but not a change stream token: its `_data` does not start with a cluster time (82)
+        *("deadbeef", '{"_data": "DEADBEEF"}', _b64({"_data": "DEADBEEF"})),
+        '{"_data": {"$binary": {"base64": "3q0=", "subType": "00"}}}',
+    ],
 )
-def test_bad_resume_tokens_are_configuration_errors(text: str) -> None:
-    with pytest.raises(ConfigError):
+def test_bad_resume_tokens_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError) as caught:
         parse_resume_token(text)
+    assert caught.value.hint and "hex starting with 82 (its cluster time)" in caught.value.hint
+
+
+def test_set_refuses_what_is_not_a_resume_token_with_exit_2(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = stored(db)
+    assert offsets_cli(db, "set", "--resume-token", "deadbeef", "-p", "rs1", "--yes") == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "error: --resume-token: `_data` DEADBEEF is not a MongoDB change stream resume token" in err
+    assert "hint: a resume token's `_data` is hex starting with 82 (its cluster time)" in err
+    assert stored(db) == before
 
 
 # --- the commands ----------------------------------------------------------------------------
@@ -149,12 +165,17 @@ def test_reset_to_a_timestamp_can_create_a_partition(tmp_path: Path, capsys: pyt
     assert stored(empty) == {("app", "rs0"): {"sec": 1700000000, "ord": 0, "resume_token": None}}
 
 
-def test_set_keeps_sec_and_ord_and_stores_the_token_document(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_set_takes_sec_and_ord_from_the_token_and_stores_its_document(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert offsets_cli(db, "set", "--resume-token", TOKEN, "-p", "rs1", "--yes", "-o", "json") == ExitCode.OK
     (done,) = json.loads(capsys.readouterr().out)
     assert done["action"] == "set" and done["before"]["initsync"] is True
-    expected = {"sec": 1769860900, "ord": 1, "resume_token": _b64({"_data": TOKEN})}
+    expected = {"sec": TOKEN_SEC, "ord": TOKEN_ORD, "resume_token": _b64({"_data": TOKEN})}
     assert done["after"] == expected and stored(db)[("app", "rs1")] == expected
+    # a token too short to hold a whole cluster time keeps the stored sec and ord
+    assert offsets_cli(db, "set", "--resume-token", TOKEN[:10], "-p", "rs0", "--yes") == ExitCode.OK
+    assert stored(db)[("app", "rs0")] == {"sec": 1769860800, "ord": 3, "resume_token": _b64({"_data": TOKEN[:10]})}
 
 
 def test_set_needs_a_partition_when_several_or_none_are_stored(
@@ -165,7 +186,11 @@ def test_set_needs_a_partition_when_several_or_none_are_stored(
     empty = tmp_path / "empty.db"
     assert offsets_cli(empty, "set", "--resume-token", TOKEN, "--yes") == ExitCode.USAGE
     assert offsets_cli(empty, "set", "--resume-token", TOKEN, "-p", "cluster", "--yes") == ExitCode.OK
-    assert stored(empty)[("app", "cluster")] == {"sec": 0, "ord": 0, "resume_token": _b64({"_data": TOKEN})}
+    assert stored(empty)[("app", "cluster")] == {
+        "sec": TOKEN_SEC,
+        "ord": TOKEN_ORD,
+        "resume_token": _b64({"_data": TOKEN}),
+    }
 
 
 def test_set_with_a_single_stored_partition_needs_no_partition(db: Path) -> None:
@@ -187,12 +212,17 @@ def test_without_yes_and_no_terminal_nothing_changes_and_exit_is_2(
 
 
 @pytest.mark.parametrize(
-    "argv",
-    [["reset", "--to-timestamp", "soon", "--yes"], ["set", "--resume-token", "not-a-token", "--yes"]],
+    ("argv", "code"),
+    [
+        (["reset", "--to-timestamp", "soon", "--yes"], ExitCode.CONFIG),
+        (["set", "--resume-token", "not-a-token", "--yes"], ExitCode.USAGE),
+    ],
 )
-def test_bad_timestamp_or_token_exits_3(db: Path, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_timestamp_exits_3_bad_token_exits_2(
+    db: Path, argv: list[str], code: ExitCode, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = stored(db)
-    assert offsets_cli(db, *argv) == ExitCode.CONFIG
+    assert offsets_cli(db, *argv) == code
     assert capsys.readouterr().err.startswith("error: --")
     assert stored(db) == before
 
