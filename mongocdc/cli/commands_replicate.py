@@ -136,6 +136,10 @@ def replicate(
         raise typer.Exit(stopper.exit_code)
 
 
+_TITLES: Final = {"would write": "offsets --apply would write"}
+"""The table title of a report's ``action`` where "offsets <action>" does not read (``--dry-run``)."""
+
+
 def _render_translation(output: Output, report: TranslationReport) -> None:
     rows: list[list[Any]] = [
         [
@@ -156,5 +160,5 @@ def _render_translation(output: Output, report: TranslationReport) -> None:
         report.to_dict(),
         ["topic", "partition", "committed", "target topic", "target partition", "target offset", "method", "again"],
         rows,
-        title=f"group {report.group} from {source}: offsets {report.action}",
+        title=f"group {report.group} from {source}: " + _TITLES.get(report.action, f"offsets {report.action}"),
     )

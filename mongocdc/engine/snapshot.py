@@ -246,10 +246,12 @@ class SnapshotRunner:
                 done=progress.done,
             )
         log.info(
-            "snapshot of %d collections (%d to do) with %d threads",
+            "snapshot of %d %s (%d to do) with %d %s",
             len(scanners),
+            "collection" if len(scanners) == 1 else "collections",
             len(pending),
             self.options.max_threads,
+            "thread" if self.options.max_threads == 1 else "threads",
         )
         self._commit(SourceOffset(resume, snapshot=state))
         partition = self.options.partition

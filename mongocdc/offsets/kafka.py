@@ -207,9 +207,10 @@ class KafkaOffsetStore:
         )
         if created:
             log.info(
-                "created offset topic %s (compacted, %d partitions, replication factor %s)",
+                "created offset topic %s (compacted, %d %s, replication factor %s)",
                 self.topic,
                 self.partitions,
+                "partition" if self.partitions == 1 else "partitions",
                 "broker default" if self.replication_factor == -1 else self.replication_factor,
             )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -167,6 +168,15 @@ def test_the_topic_is_created_compacted_with_the_configured_partitions(
     kafka_store(topic, partitions=5).connect(Backoff(max_attempts=1))
     assert topic_config(kafka_bootstrap, topic)["cleanup.policy"] == "compact"
     assert topic_partitions(kafka_bootstrap, topic) == 5
+
+
+@pytest.mark.kafka
+def test_the_creation_log_line_counts_partitions_in_words(
+    kafka_store: Callable[..., KafkaOffsetStore], topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="mongocdc"):
+        kafka_store(topic, partitions=1).connect(Backoff(max_attempts=1))
+    assert any(f"created offset topic {topic} (compacted, 1 partition, " in m for m in caplog.messages)
 
 
 @pytest.mark.kafka

@@ -70,6 +70,9 @@ def test_dry_run_shows_what_apply_would_write_and_writes_nothing(replicated: dic
     assert [(row["partition"], row["committed"], row["target_offset"], row["method"], row["again"])
             for row in report["partitions"]] == [(0, 8, 8, "exact", 0)]  # fmt: skip
     assert committed(replicated["b"], replicated["group"], replicated["topic"], 1) == {}
+    code, out, err = translate(replicated, "--group", replicated["group"], "--source", CLOSED, "--dry-run")
+    assert code == 0, err
+    assert "(unreachable: from checkpoints): offsets --apply would write" in " ".join(out.split())
     code, out, err = translate(replicated, "--group", replicated["group"], "--source", CLOSED)
     assert code == 0, err
     assert f"group {replicated['group']} from" in out and "(unreachable: from checkpoints): offsets shown" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections import Counter
@@ -230,3 +231,19 @@ def test_when_needed_resnapshots_after_a_lost_resume_position(tmp_path: Path) ->
     store.commit("c1", "rs0", SourceOffset(Position(5, 1, Position.token_bytes({"_data": "gone"}))).to_record())
     with pytest.raises(ResumePositionLostError):
         connector_task(store, RecordingSink(), LostSource([change(1)], stop), "initial", stop).run()
+
+
+@pytest.mark.parametrize(
+    ("threads", "count", "says"),
+    [
+        (1, 1, "snapshot of 1 collection (1 to do) with 1 thread"),
+        (3, 2, "snapshot of 2 collections (2 to do) with 3 threads"),
+    ],
+)
+def test_the_start_line_counts_in_words(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, threads: int, count: int, says: str
+) -> None:
+    chosen = [ScriptedScanner(f"shop.c{i}", [{"_id": 1}], fetch_size=2) for i in range(count)]
+    with caplog.at_level(logging.INFO, logger="mongocdc"):
+        assert runner(SqliteOffsetStore(tmp_path / "o.db"), RecordingSink(), threads).run(chosen, START).completed
+    assert says in caplog.messages
