@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
 
 import pytest
 from confluent_kafka import Producer
 
-from tests.integration.helpers import CliProcess, run_cli, wait_until
+from tests.integration.helpers import REPO, CliProcess, cli_env, run_cli, wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -132,3 +135,21 @@ def test_compare_with_an_unknown_reference_prefix_is_a_usage_error(kafka_bootstr
     )
     assert result.returncode == 2
     assert "no topics of the prefix" in result.stderr and "topic.prefix the Debezium connector" in result.stderr
+
+
+@pytest.mark.parametrize("output", ["json", "table"])
+def test_dump_into_a_closed_pipe_exits_0_quietly(kafka_bootstrap: str, topic: str, output: str) -> None:
+    """``mongocdc topic dump … | head -3`` where the reader is gone before the first record is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mongocdc", "topic", "dump", topic, "--bootstrap-servers", kafka_bootstrap,
+             "--output", output, "--timeout", "5"],
+            stdout=write_end, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=cli_env(), cwd=REPO,
+            text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0, done.stderr
+    assert "error" not in done.stderr and "Traceback" not in done.stderr
