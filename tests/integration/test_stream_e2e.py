@@ -299,8 +299,8 @@ def test_oversized_document_stops_with_a_clear_error_and_loses_nothing(
         stream.kill()
         client.close()
     assert code == 3, stream.stderr
-    assert 'error: the event for key {"id":"\\"big\\""}' in stream.stderr
-    assert "more than Kafka accepts" in stream.stderr
+    assert 'error: the record for key {"id":"\\"big\\""}' in stream.stderr
+    assert "more than the producer for Kafka at" in stream.stderr
     assert "hint: raise kafka.message.max.bytes" in stream.stderr
     assert "Traceback" not in stream.stderr
     # Nothing lost: the committed offset stops before the oversized change, so a restart reads it again.
@@ -311,7 +311,7 @@ def test_oversized_document_stops_with_a_clear_error_and_loses_nothing(
         assert restarted.proc.wait(timeout=60) == 3
     finally:
         restarted.kill()
-    assert 'the event for key {"id":"\\"big\\""}' in restarted.stderr
+    assert 'the record for key {"id":"\\"big\\""}' in restarted.stderr
     assert [decode(m)[0]["id"] for m in read_topic(kafka_bootstrap, topic)] == ['"small-before"']
 
 
