@@ -312,9 +312,16 @@ def _render(output: Output, connector: str, changes: Sequence[OffsetChange], par
         which = "offsets" if partition is None else f"offset for partition {partition!r}"
         typer.echo(f"nothing to change: connector {connector!r} has no stored {which}", err=True)
         return
+    _emit_changes(output, connector, changes, [{} for _ in changes], "offsets changed")
+
+
+def _emit_changes(
+    output: Output, connector: str, changes: Sequence[OffsetChange], extra: Sequence[dict[str, Any]], title: str
+) -> None:
+    """Offset changes as a table (before and after described) or as records (with ``extra`` fields each)."""
     render.emit(
         output,
-        [change.to_dict(connector) for change in changes],
+        [{**change.to_dict(connector), **more} for change, more in zip(changes, extra, strict=True)],
         ["connector", "partition", "action", "before", "after"],
         [
             [
@@ -326,7 +333,7 @@ def _render(output: Output, connector: str, changes: Sequence[OffsetChange], par
             ]
             for c in changes
         ],
-        title="offsets changed",
+        title=title,
     )
 
 
@@ -474,22 +481,7 @@ def _echo_notes(output: Output, notes: Sequence[tuple[str, str]]) -> None:
 def _render_adoption(
     output: Output, connector: str, changes: Sequence[OffsetChange], extra: Sequence[dict[str, Any]]
 ) -> None:
-    render.emit(
-        output,
-        [{**change.to_dict(connector), **more} for change, more in zip(changes, extra, strict=True)],
-        ["connector", "partition", "action", "before", "after"],
-        [
-            [
-                connector,
-                c.partition,
-                c.action,
-                describe_offset(c.before, "no offset"),
-                describe_offset(c.after, "deleted"),
-            ]
-            for c in changes
-        ],
-        title="offsets adopted",
-    )
+    _emit_changes(output, connector, changes, extra, "offsets adopted")
 
 
 def _show_row(connector: str, partition: str, record: Mapping[str, Any]) -> list[Any]:

@@ -187,17 +187,9 @@ def convert_change(
     ns_pair = (str(db), str(coll))
     before = _optional_document(change, "fullDocumentBeforeChange", ns_pair, transforms)
     key_json = value_to_json(key["_id"])
-    if operation == "insert":
+    if operation == "insert" or operation == "replace":  # a replace is an update with no updateDescription
         event = ChangeEvent(
-            Op.CREATE,
-            key_json,
-            source,
-            after=_optional_document(change, "fullDocument", ns_pair, transforms),
-            before=before,
-        )
-    elif operation == "replace":
-        event = ChangeEvent(
-            Op.UPDATE,
+            Op.CREATE if operation == "insert" else Op.UPDATE,
             key_json,
             source,
             after=_optional_document(change, "fullDocument", ns_pair, transforms),
