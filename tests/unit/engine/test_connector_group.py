@@ -46,6 +46,12 @@ class ShardSource(ScriptedSource):
         self.rs = rs
         self.down = down
         self.closed = False
+        self.opened = threading.Event()
+        """Set once the task opened the stream (``opened_at`` is ``None`` both before and for a start from now)."""
+
+    def open(self, start: Position | None) -> None:
+        super().open(start)
+        self.opened.set()
 
     def next(self) -> Any:
         if self.down():
@@ -110,7 +116,8 @@ class Cluster:
         return None if offset is None else SourceOffset.from_record(offset).position.resume_token
 
     def streaming(self, rs: str) -> bool:
-        return bool(self.sources.get(rs)) and not self.sources[rs][-1].closed
+        """The newest task of ``rs`` opened its stream and has not closed it."""
+        return bool(self.sources.get(rs)) and self.sources[rs][-1].opened.is_set() and not self.sources[rs][-1].closed
 
     def caught_up(self, rs: str) -> bool:
         """Every change of ``rs`` was produced, acknowledged and its position committed."""
