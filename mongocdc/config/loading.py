@@ -40,7 +40,6 @@ NON_SETTING_ENV_VARS: Final = frozenset(
         "MONGOCDC_LOG_LEVEL",
         "MONGOCDC_LOG_FORMAT",
         "MONGOCDC_TRACEBACK",
-        "MONGOCDC_HOME",
     }
 )
 """``MONGOCDC_*`` variables that are not settings: ``load_settings`` ignores them (and every ``MONGOCDC_TEST_*``).
@@ -289,14 +288,33 @@ def _env_layer(env: Mapping[str, str], problems: list[str]) -> tuple[dict[str, _
                     name = prefix + var[len(env_prefix) :].lower().replace("_", ".")
                     break
         if name is None:
-            known = [*ENV_VARS, *sorted(NON_SETTING_ENV_VARS)]
-            problems.append(
-                f"environment variable {var} is not a mongocdc setting{did_you_mean(var, known)}"
-                " (MONGOCDC_KAFKA_*, MONGOCDC_SRC_KAFKA_* and MONGOCDC_DEST_KAFKA_* variables go to librdkafka)"
-            )
+            _warn_unknown_env(var)
             continue
         layer[name] = _Raw(env[var], f"environment variable {var}")
     return layer, filter_vars
+
+
+_WARNED_ENV: set[str] = set()
+"""Unknown ``MONGOCDC_*`` variables already warned about in this process."""
+
+
+def _warn_unknown_env(var: str) -> None:
+    """A ``MONGOCDC_*`` variable that is no setting: ignored, with one warning per process.
+
+    Not an error: Kubernetes injects ``<SERVICE>_SERVICE_HOST``, ``<SERVICE>_PORT``, … into every
+    pod of a namespace with a Service named ``mongocdc``, and a misspelt setting is named with its
+    closest match, so the fix is one look away.
+    """
+    if var in _WARNED_ENV:
+        return
+    _WARNED_ENV.add(var)
+    known = [*ENV_VARS, *sorted(NON_SETTING_ENV_VARS)]
+    log.warning(
+        "environment variable %s is not a mongocdc setting and is ignored%s"
+        " (MONGOCDC_KAFKA_*, MONGOCDC_SRC_KAFKA_* and MONGOCDC_DEST_KAFKA_* variables go to librdkafka)",
+        var,
+        did_you_mean(var, known),
+    )
 
 
 def _resolve_filter_vars(

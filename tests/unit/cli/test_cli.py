@@ -322,3 +322,23 @@ def test_a_closed_pipe_exits_0_quietly(tmp_path: Path, args: list[str], config: 
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_kubernetes_service_variables_named_mongocdc_are_ignored_with_a_warning_each(tmp_path: Path) -> None:
+    """A Service named ``mongocdc`` puts ``MONGOCDC_SERVICE_HOST``, ``MONGOCDC_PORT``, … into every pod."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
+    env |= {"MONGOCDC_TOPIC_PREFIX": "shop", "MONGOCDC_SERVICE_HOST": "10.0.0.7", "MONGOCDC_PORT": "tcp://10.0.0.7:80"}
+    done = subprocess.run(
+        [sys.executable, "-m", "mongocdc", "config", "show", "--output", "json"],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"shop"' in done.stdout  # the settings that are settings still apply
+    for var in ("MONGOCDC_SERVICE_HOST", "MONGOCDC_PORT"):
+        assert done.stderr.count(f"environment variable {var} is not a mongocdc setting and is ignored") == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -281,15 +282,23 @@ def test_non_setting_env_vars_are_ignored() -> None:
     assert load_settings(None, env, {}) == Settings()
 
 
-def test_unknown_env_var_is_an_error_with_the_closest_name() -> None:
-    message = config_error(env={"MONGOCDC_TOPIC_PREFX": "x"})
-    assert "MONGOCDC_TOPIC_PREFX is not a mongocdc setting" in message
-    assert "did you mean 'MONGOCDC_TOPIC_PREFIX'?" in message
+def test_an_unknown_env_var_is_ignored_with_one_warning_naming_the_closest_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="mongocdc.config"):
+        first = load_settings(None, {"MONGOCDC_TOPIC_PREFX": "x", "MONGOCDC_TOPIC_PREFIX": "app"}, {})
+        again = load_settings(None, {"MONGOCDC_TOPIC_PREFX": "x", "MONGOCDC_TOPIC_PREFIX": "app"}, {})
+    assert first == again and first.topic_prefix == "app"
+    warnings = [r.getMessage() for r in caplog.records if "MONGOCDC_TOPIC_PREFX" in r.getMessage()]
+    assert len(warnings) == 1  # once per process, however often the settings are loaded
+    assert "is not a mongocdc setting and is ignored" in warnings[0]
+    assert "did you mean 'MONGOCDC_TOPIC_PREFIX'?" in warnings[0]
 
 
-def test_unknown_env_var_may_be_closest_to_a_non_setting_variable() -> None:
-    message = config_error(env={"MONGOCDC_LOGLEVEL": "debug"})
-    assert "did you mean 'MONGOCDC_LOG_LEVEL'?" in message
+def test_an_unknown_env_var_may_be_closest_to_a_non_setting_variable(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="mongocdc.config"):
+        load_settings(None, {"MONGOCDC_LOGLEVEL": "debug"}, {})
+    assert any("did you mean 'MONGOCDC_LOG_LEVEL'?" in r.getMessage() for r in caplog.records)
 
 
 def test_error_names_the_env_var_a_bad_value_came_from() -> None:
@@ -318,15 +327,16 @@ def test_unknown_override_is_an_error_with_the_closest_name() -> None:
 
 def test_every_problem_is_reported_at_once_one_per_line(tmp_path: Path) -> None:
     config = write(tmp_path, "topic.prefix: 9lives\nsnapshot.mode: sometimes\nfoo.bar: 1\n")
-    env = {"MONGOCDC_MAX_BATCH_SIZE": "-1", "MONGOCDC_NOPE": "x"}
+    env = {"MONGOCDC_MAX_BATCH_SIZE": "-1", "MONGOCDC_NOPE": "x"}  # the unknown variable only warns
     message = config_error(config, env, {"capture.scope": "database"})
     lines = message.splitlines()
-    assert lines[0] == "invalid configuration (6 problems):"
+    assert lines[0] == "invalid configuration (5 problems):"
     problems = lines[1:]
-    assert len(problems) == 6
+    assert len(problems) == 5
     assert all(line.startswith("  - ") for line in problems)
     joined = "\n".join(problems)
-    for key in ("topic.prefix", "snapshot.mode", "'foo.bar'", "max.batch.size", "MONGOCDC_NOPE", "capture.target"):
+    assert "MONGOCDC_NOPE" not in joined
+    for key in ("topic.prefix", "snapshot.mode", "'foo.bar'", "max.batch.size", "capture.target"):
         assert key in joined
 
 
