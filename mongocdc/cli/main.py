@@ -96,7 +96,10 @@ def global_options(
         typer.Option("--config", "-c", help=CONFIG_HELP, envvar="MONGOCDC_CONFIG"),
     ] = None,
     log_level: Annotated[
-        LogLevel, typer.Option("--log-level", help="Log verbosity.", envvar="MONGOCDC_LOG_LEVEL")
+        LogLevel,
+        typer.Option(
+            "--log-level", help="Log verbosity (any case).", envvar="MONGOCDC_LOG_LEVEL", case_sensitive=False
+        ),
     ] = LogLevel.info,
     log_format: Annotated[
         LogFormat, typer.Option("--log-format", help="Log line format on stderr.", envvar="MONGOCDC_LOG_FORMAT")

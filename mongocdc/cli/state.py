@@ -28,9 +28,12 @@ class LogFormat(StrEnum):
 
 
 class LogLevel(StrEnum):
+    """``--log-level``, in any case (``DEBUG``, ``Info``); ``warn`` is ``warning``, as in Python's logging."""
+
     debug = "debug"
     info = "info"
     warning = "warning"
+    warn = "warn"
     error = "error"
 
 

@@ -342,3 +342,21 @@ def test_kubernetes_service_variables_named_mongocdc_are_ignored_with_a_warning_
     assert '"shop"' in done.stdout  # the settings that are settings still apply
     for var in ("MONGOCDC_SERVICE_HOST", "MONGOCDC_PORT"):
         assert done.stderr.count(f"environment variable {var} is not a mongocdc setting and is ignored") == 1
+
+
+@pytest.mark.parametrize(("level", "warned"), [("warn", True), ("WARNING", True), ("Debug", True), ("ERROR", False)])
+def test_log_level_takes_any_case_and_warn(tmp_path: Path, level: str, warned: bool) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
+    env |= {"MONGOCDC_TOPIC_PREFIX": "shop", "MONGOCDC_NOPE": "x"}  # an unknown variable: one WARNING line
+    done = subprocess.run(
+        [sys.executable, "-m", "mongocdc", "--log-level", level, "config", "show", "--output", "json"],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert ("MONGOCDC_NOPE is not a mongocdc setting" in done.stderr) is warned
