@@ -41,7 +41,8 @@ def property_flag(name: str) -> SettingsFlag:
     prop = PROPERTIES[name]
     if prop.flag is None:
         raise ValueError(f"{name} has no command-line option: give its Settings row a flag=")
-    option = typer.Option(prop.flag.option, help=prop.flag.help, metavar=prop.flag.metavar, show_default=False)
+    flag = prop.flag
+    option = typer.Option(flag.option, *flag.aliases, help=flag.help, metavar=flag.metavar, show_default=False)
     annotation: Any = (
         Annotated[int | None, option] if isinstance(prop.value_type, IntType) else Annotated[str | None, option]
     )

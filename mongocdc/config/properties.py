@@ -60,6 +60,8 @@ class Flag:
     """One line of ``--help``, naming the property."""
     metavar: str | None = None
     """What ``--help`` shows for the value (``HOST:PORT,…``); the value's type when ``None``."""
+    aliases: tuple[str, ...] = ()
+    """More spellings of the option (``--bootstrap-server``, as Kafka's own tools spell it)."""
 
 
 @dataclass(frozen=True)

@@ -403,7 +403,11 @@ class Settings:
         "Comma-separated `host:port` list of Kafka brokers. Every other `kafka.*` property goes to librdkafka "
         "without the prefix (`kafka.security.protocol`, `kafka.sasl.username`, …).",
         validator=check_bootstrap_servers,
-        flag=Flag("--bootstrap-servers", "Kafka bootstrap servers (kafka.bootstrap.servers)."),
+        flag=Flag(
+            "--bootstrap-servers",
+            "Kafka bootstrap servers (kafka.bootstrap.servers).",
+            aliases=("--bootstrap-server",),  # as kafka-console-consumer and the other Kafka tools spell it
+        ),
     )
     topic_naming_strategy: str = setting(
         "topic.naming.strategy",

@@ -360,3 +360,32 @@ def test_log_level_takes_any_case_and_warn(tmp_path: Path, level: str, warned: b
     )
     assert done.returncode == 0, done.stderr
     assert ("MONGOCDC_NOPE is not a mongocdc setting" in done.stderr) is warned
+
+
+@pytest.mark.parametrize("spelling", ["--bootstrap-servers", "--bootstrap-server"])
+def test_bootstrap_servers_is_also_spelt_as_kafkas_tools_spell_it(tmp_path: Path, spelling: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mongocdc",
+            "config",
+            "show",
+            "--topic-prefix",
+            "app",
+            spelling,
+            "k1:9092",
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["kafka.bootstrap.servers"] == "k1:9092"
