@@ -4,6 +4,7 @@ complete -c mongocdc -l config -s c -d 'Configuration file: YAML, JSON (a Kafka 
 complete -c mongocdc -l log-level -d 'Log verbosity (any case).'
 complete -c mongocdc -l log-format -d 'Log line format on stderr.'
 complete -c mongocdc -l traceback -d 'Show the full traceback of an error (for debugging).'
+complete -c mongocdc -l version -s V -d 'Print the mongocdc version and exit.'
 complete -c mongocdc -n '__fish_use_subcommand' -a config -d 'Check and show the effective configuration.'
 complete -c mongocdc -n '__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from show validate' -a show -d 'Print the effective settings (flags > env > file > defaults), secrets redacted.'
 complete -c mongocdc -n '__fish_seen_subcommand_from show' -l output -s o -d 'Output format: table for people, json for scripts.'

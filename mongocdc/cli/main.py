@@ -88,6 +88,13 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    """``--version``: eager, so it answers before a command is asked for."""
+    if value:
+        sys.stdout.write(f"mongocdc {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def global_options(
     ctx: typer.Context,
@@ -106,6 +113,12 @@ def global_options(
     ] = LogFormat.text,
     traceback: Annotated[
         bool, typer.Option("--traceback", help="Show the full traceback of an error (for debugging).")
+    ] = False,
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", help="Print the mongocdc version and exit.", is_eager=True, callback=_print_version
+        ),
     ] = False,
 ) -> None:
     """Change data capture from MongoDB into Kafka, Debezium-compatible."""

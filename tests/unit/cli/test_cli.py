@@ -389,3 +389,13 @@ def test_bootstrap_servers_is_also_spelt_as_kafkas_tools_spell_it(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["kafka.bootstrap.servers"] == "k1:9092"
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_flag_prints_the_version_without_a_command(flag: str) -> None:
+    from mongocdc import __version__
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mongocdc", flag], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"mongocdc {__version__}\n", "")
