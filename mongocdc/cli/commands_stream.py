@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -14,7 +15,20 @@ from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, settings_flags
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
 
+if TYPE_CHECKING:
+    from mongocdc.engine.streaming import StreamStats
+
 log = logging.getLogger("mongocdc.stream")
+
+
+def status_line(stats: StreamStats) -> str:
+    """``streamed 1 event (c=1 u=0 d=0 r=0), 1 commit``: every op counted (``r`` for incremental snapshot reads)."""
+    total, commits = stats.total, stats.commits
+    counts = " ".join(f"{op}={stats.events.get(op, 0)}" for op in ("c", "u", "d", "r"))
+    return (
+        f"streamed {total} event{'' if total == 1 else 's'} ({counts}), "
+        f"{commits} commit{'' if commits == 1 else 's'}"
+    )
 
 
 @settings_flags(*CONNECTOR_FLAGS, "metrics.port")
@@ -39,14 +53,7 @@ def stream(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
                 }
             )
         else:
-            log.info(
-                "streamed %d events (c=%d u=%d d=%d), %d commits",
-                stats.total,
-                stats.events["c"],
-                stats.events["u"],
-                stats.events["d"],
-                stats.commits,
-            )
+            log.info(status_line(stats))
 
     with (
         stopper.installed(),

@@ -399,3 +399,13 @@ def test_version_flag_prints_the_version_without_a_command(flag: str) -> None:
         [sys.executable, "-m", "mongocdc", flag], capture_output=True, text=True, timeout=60, check=False
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, f"mongocdc {__version__}\n", "")
+
+
+def test_the_stream_status_line_counts_every_op_and_speaks_in_singular_when_one() -> None:
+    from mongocdc.cli.commands_stream import status_line
+    from mongocdc.engine.streaming import StreamStats
+
+    one = StreamStats(events={"c": 1, "u": 0, "d": 0, "r": 0}, commits=1)
+    assert status_line(one) == "streamed 1 event (c=1 u=0 d=0 r=0), 1 commit"
+    reads = StreamStats(events={"c": 2, "u": 1, "d": 0, "r": 5}, commits=3)
+    assert status_line(reads) == "streamed 8 events (c=2 u=1 d=0 r=5), 3 commits"  # incremental reads counted
