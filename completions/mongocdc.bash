@@ -14,7 +14,7 @@ _mongocdc() {
         "") COMPREPLY=($(compgen -W "config discover failover offsets replicate signal snapshot spark stream topic version --config -c --log-level --log-format --traceback --version -V --help" -- "$cur")) ;;
         "config") COMPREPLY=($(compgen -W "show validate --help" -- "$cur")) ;;
         "config show") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --bootstrap-server --offsets --name --config -c --help" -- "$cur")) ;;
-        "config validate") COMPREPLY=($(compgen -W "--connection-string --topic-prefix --bootstrap-servers --bootstrap-server --offsets --name --config -c --help" -- "$cur")) ;;
+        "config validate") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --bootstrap-server --offsets --name --config -c --help" -- "$cur")) ;;
         "discover") COMPREPLY=($(compgen -W "--output -o --connection-string --config -c --help" -- "$cur")) ;;
         "failover") COMPREPLY=($(compgen -W "translate --help" -- "$cur")) ;;
         "failover translate") COMPREPLY=($(compgen -W "--group -g --apply --dry-run --allow-partial --output -o --source --target --topics --config -c --help" -- "$cur")) ;;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Final
 
 import typer
 
@@ -12,13 +13,26 @@ from mongocdc.cli.state import Output, state
 
 config_app = typer.Typer(help="Check and show the effective configuration.", no_args_is_help=True)
 
+REQUIRED_TO_STREAM: Final = ("topic.prefix", "mongodb.connection.string")
+"""The properties without a default that ``mongocdc stream`` needs."""
+
 
 @config_app.command("validate")
 @settings_flags(*CONNECTOR_FLAGS)
-def validate(ctx: typer.Context) -> None:
-    """Load and check the configuration; exit 3 and name every problem if it is invalid."""
-    state(ctx).settings()
-    sys.stdout.write("configuration is valid\n")
+def validate(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
+    """Load and check the configuration for `mongocdc stream`; exit 3 and name every problem if it is invalid.
+
+    Besides each property's value and the rules between them, the properties `stream` cannot start
+    without (topic.prefix, mongodb.connection.string) must be set.
+
+    Example: mongocdc config validate -c connector.yaml && mongocdc stream -c connector.yaml
+    """
+    settings = state(ctx).settings()
+    settings.require(*REQUIRED_TO_STREAM)
+    if output is Output.json:
+        render.print_json({"valid": True, "name": settings.name, "topic.prefix": settings.topic_prefix})
+    else:
+        sys.stdout.write("configuration is valid\n")
 
 
 @config_app.command("show")

@@ -26,8 +26,7 @@ def status_line(stats: StreamStats) -> str:
     total, commits = stats.total, stats.commits
     counts = " ".join(f"{op}={stats.events.get(op, 0)}" for op in ("c", "u", "d", "r"))
     return (
-        f"streamed {total} event{'' if total == 1 else 's'} ({counts}), "
-        f"{commits} commit{'' if commits == 1 else 's'}"
+        f"streamed {total} event{'' if total == 1 else 's'} ({counts}), {commits} commit{'' if commits == 1 else 's'}"
     )
 
 

@@ -409,3 +409,27 @@ def test_the_stream_status_line_counts_every_op_and_speaks_in_singular_when_one(
     assert status_line(one) == "streamed 1 event (c=1 u=0 d=0 r=0), 1 commit"
     reads = StreamStats(events={"c": 2, "u": 1, "d": 0, "r": 5}, commits=3)
     assert status_line(reads) == "streamed 8 events (c=2 u=1 d=0 r=5), 3 commits"  # incremental reads counted
+
+
+def test_config_validate_names_every_property_stream_needs_and_prints_json(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
+
+    def validate(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mongocdc", "config", "validate", *args],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            cwd=tmp_path,
+            env=env,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    empty = validate()
+    assert empty.returncode == 3
+    assert "topic.prefix, mongodb.connection.string" in empty.stderr  # both named at once, with how to set them
+    assert "--topic-prefix" in empty.stderr
+    ok = validate("--topic-prefix", "app", "--connection-string", "mongodb://h:27017/?replicaSet=rs0", "-o", "json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout) == {"valid": True, "name": "mongocdc", "topic.prefix": "app"}
