@@ -55,13 +55,21 @@ def is_secret_key(key: str) -> bool:
     return any(marker in normalized for marker in SECRET_KEY_MARKERS)
 
 
+# A value that is one URI: its password runs to the last "@" of the whole value, spaces included.
+_WHOLE_URI_CREDENTIALS: Final = re.compile(
+    r"^(?P<head>\s*[A-Za-z][A-Za-z0-9+.\-]*://[^:/?#@]*:)(?P<password>.*)@", re.DOTALL
+)
+
+
 def redact_uri(uri: str) -> str:
     """``uri`` with the password of its user info and any secret option replaced by ``********``.
 
     ``mongodb://user:pass@h1,h2/?authSource=admin`` → ``mongodb://user:********@h1,h2/?authSource=admin``.
-    A URI without a password comes back unchanged.
+    A URI without a password comes back unchanged. Unlike free text, the whole value is the URI, so
+    a password with a space in it (``my secret``, which free text cannot tell from the next word) is
+    hidden up to the last ``@``.
     """
-    return redact_text(uri)
+    return redact_text(_WHOLE_URI_CREDENTIALS.sub(rf"\g<head>{REDACTED}@", uri, count=1))
 
 
 def redact_text(text: str) -> str:
@@ -88,8 +96,8 @@ def redact_value(key: str, value: object, *, secret: bool = False) -> object:
     if is_secret_key(key):
         return REDACTED
     if isinstance(value, str):
-        if secret and "://" not in value:
-            return REDACTED
+        if secret:
+            return redact_uri(value) if "://" in value else REDACTED
         return redact_text(value)
     return value
 

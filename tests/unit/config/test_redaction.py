@@ -103,3 +103,19 @@ def test_redact_value() -> None:
     assert redact_value("name", "plain") == "plain"
     assert redact_value("max.batch.size", 5) == 5
     assert redact_value("kafka.sasl.password", None) is None
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "mongodb://bob:my secret@h1:27017/?replicaSet=rs0",
+        "mongodb://bob:a b@c@h1,h2/?replicaSet=rs0",  # a space and an unescaped @
+        "mongodb+srv://bob: leading@cluster0.example.net/",
+    ],
+)
+def test_a_connection_string_value_hides_a_password_with_spaces(uri: str) -> None:
+    shown = redact_value("mongodb.connection.string", uri, secret=True)
+    assert isinstance(shown, str) and REDACTED in shown
+    assert "secret" not in shown and " b" not in shown and "leading" not in shown
+    assert shown.endswith(uri.rsplit("@", 1)[1])  # hosts and options kept: operators need them
+    assert redact_uri(uri) == shown
