@@ -15,6 +15,7 @@ other way round.
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Final
 
@@ -48,11 +49,27 @@ _QUOTED_SECRET: Final = re.compile(
 
 
 def is_secret_key(key: str) -> bool:
-    """Whether values under ``key`` are secrets (``kafka.sasl.password``, ``MONGOCDC_KAFKA_SASL_PASSWORD``)."""
+    """Whether values under ``key`` are secrets (``kafka.sasl.password``, ``MONGOCDC_KAFKA_SASL_PASSWORD``).
+
+    A misspelt marker counts too (``kafka.sasl.pasword``, ``secert``): the value was meant to be
+    secret, and a typo must not print it in clear.
+    """
     normalized = key.lower().replace("_", ".")
     if any(marker in normalized for marker in _NOT_SECRET_MARKERS):
         return False
-    return any(marker in normalized for marker in SECRET_KEY_MARKERS)
+    if any(marker in normalized for marker in SECRET_KEY_MARKERS):
+        return True
+    return any(_looks_like(word) for word in re.split(r"[.\-]", normalized))
+
+
+_SECRET_WORDS: Final = ("password", "passwd", "secret", "token")
+
+
+def _looks_like(word: str) -> bool:
+    """``word`` is one or two typing mistakes away from a secret marker (``pasword``, ``passowrd``, ``secert``)."""
+    return len(word) >= 5 and any(
+        difflib.SequenceMatcher(None, word, marker).ratio() >= 0.8 for marker in _SECRET_WORDS
+    )
 
 
 # A value that is one URI: its password runs to the last "@" of the whole value, spaces included.

@@ -119,3 +119,16 @@ def test_a_connection_string_value_hides_a_password_with_spaces(uri: str) -> Non
     assert "secret" not in shown and " b" not in shown and "leading" not in shown
     assert shown.endswith(uri.rsplit("@", 1)[1])  # hosts and options kept: operators need them
     assert redact_uri(uri) == shown
+
+
+@pytest.mark.parametrize(
+    "key", ["kafka.sasl.pasword", "kafka.sasl.passowrd", "MONGOCDC_KAFKA_SASL_PASSWROD", "kafka.secert"]
+)
+def test_a_misspelt_secret_key_is_still_secret(key: str) -> None:
+    assert is_secret_key(key)
+    assert redact_value(key, "hunter2") == REDACTED
+
+
+@pytest.mark.parametrize("key", ["kafka.sasl.username", "kafka.session.timeout.ms", "signal.kafka.topic", "kafka.acks"])
+def test_ordinary_keys_near_no_secret_marker_stay_visible(key: str) -> None:
+    assert not is_secret_key(key)
