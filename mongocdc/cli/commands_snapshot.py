@@ -3,6 +3,7 @@ ask the running connector for an incremental snapshot and optionally wait for it
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Mapping
@@ -18,10 +19,12 @@ from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, settings_flags
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
 from mongocdc.config import Settings
-from mongocdc.errors import MongocdcError
+from mongocdc.errors import UnreachableError
 
 if TYPE_CHECKING:
     from mongocdc.engine.source_offset import SourceOffset
+
+log = logging.getLogger("mongocdc.snapshot")
 
 
 def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeout_s: float | None) -> dict[str, Any]:
@@ -39,6 +42,12 @@ def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeo
     done: dict[str, int] = {}
     store = wiring.offset_store(settings, create=False)
     try:
+        if not store.records(settings.name):
+            log.warning(
+                "connector %r has no stored offsets in this store: waiting for a `mongocdc stream` of that name "
+                "to start and take up the snapshot (--timeout to stop waiting)",
+                settings.name,
+            )
         with SnapshotProgressView() as view:
             while True:
                 offsets = [_readable(r.offset) for r in store.records(settings.name)]
@@ -65,8 +74,15 @@ def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeo
                 if report.completed:
                     return report.to_dict()
                 if deadline is not None and time.monotonic() > deadline:
-                    raise MongocdcError(
-                        f"incremental snapshot {signal_id} did not complete within {timeout_s:.0f} s",
+                    if not seen:
+                        raise UnreachableError(
+                            f"no connector took up incremental snapshot {signal_id} within {timeout_s:g} s: "
+                            f"connector {settings.name!r} has not recorded it in its offsets",
+                            hint=f"is `mongocdc stream` running with --name {settings.name} and the same --offsets "
+                            "and signal settings? The signal stays where it was sent and is read when it starts",
+                        )
+                    raise UnreachableError(
+                        f"incremental snapshot {signal_id} did not complete within {timeout_s:g} s",
                         hint="it goes on in the connector; follow it with `mongocdc offsets show` or its notifications",
                     )
                 if stop.wait(0.5):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -433,3 +434,23 @@ def test_config_validate_names_every_property_stream_needs_and_prints_json(tmp_p
     ok = validate("--topic-prefix", "app", "--connection-string", "mongodb://h:27017/?replicaSet=rs0", "-o", "json")
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout) == {"valid": True, "name": "mongocdc", "topic.prefix": "app"}
+
+
+def test_waiting_for_an_incremental_snapshot_no_connector_takes_up_is_exit_4_saying_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+
+    from mongocdc.cli.commands_snapshot import wait_for_incremental
+    from mongocdc.config import load_settings
+    from mongocdc.errors import ExitCode, UnreachableError
+
+    settings = load_settings(
+        None, {}, {"topic.prefix": "app", "name": "orders", "offset.storage.file.filename": str(tmp_path / "o.db")}
+    )
+    with caplog.at_level(logging.WARNING), pytest.raises(UnreachableError) as raised:
+        wait_for_incremental(settings, "sig-1", threading.Event(), timeout_s=0.2)
+    assert raised.value.exit_code == ExitCode.UNREACHABLE
+    assert "no connector took up incremental snapshot sig-1 within 0.2 s" in str(raised.value)
+    assert "--name orders" in (raised.value.hint or "")
+    assert any("connector 'orders' has no stored offsets" in r.getMessage() for r in caplog.records)
