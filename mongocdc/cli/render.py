@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from mongocdc.cli.state import Output
@@ -23,6 +24,9 @@ class _Console(Console):
         raise BrokenPipeError(errno.EPIPE, "the reader of the output closed it")
 
 
+_UNBOUNDED = 1_000_000
+"""A width no table reaches: what a table measures at it is the width it needs to break no value."""
+
 stdout = _Console(soft_wrap=True)
 stderr = _Console(stderr=True, soft_wrap=True)
 
@@ -33,12 +37,18 @@ def print_json(data: Any) -> None:
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A table whose values are never broken: wider than the terminal (or than rich's 80 columns for a
+    pipe), it is printed at its own width and the terminal wraps the line, not the value."""
     t = Table(title=title, show_lines=False)
     for column in columns:
-        t.add_column(column, overflow="fold")
+        t.add_column(column, no_wrap=True)
     for row in rows:
         t.add_row(*("" if v is None else str(v) for v in row))
-    stdout.print(t)
+    natural = Measurement.get(stdout, stdout.options.update_width(_UNBOUNDED), t).maximum
+    if natural <= stdout.width:
+        stdout.print(t)
+    else:  # rich never prints wider than its console: a console as wide as the table
+        _Console(soft_wrap=True, width=natural).print(t)
 
 
 def emit(

@@ -454,3 +454,24 @@ def test_waiting_for_an_incremental_snapshot_no_connector_takes_up_is_exit_4_say
     assert "no connector took up incremental snapshot sig-1 within 0.2 s" in str(raised.value)
     assert "--name orders" in (raised.value.hint or "")
     assert any("connector 'orders' has no stored offsets" in r.getMessage() for r in caplog.records)
+
+
+def test_a_table_never_breaks_a_value_even_into_a_pipe(tmp_path: Path) -> None:
+    """Piped output is rich's 80 columns; a wider table is printed at its own width, each value whole."""
+    uri = "mongodb://h1.example.net:27017,h2.example.net:27017,h3.example.net:27017/?replicaSet=rs0&w=majority"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
+    env.pop("COLUMNS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "mongocdc", "config", "show", "--topic-prefix", "app", "--connection-string", uri],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if "mongodb.connection.string" in line]
+    assert len(rows) == 1 and uri in rows[0]  # the property name and the value whole, on one line
+    assert "…" not in done.stdout
