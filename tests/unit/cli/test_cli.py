@@ -325,20 +325,28 @@ def test_a_closed_pipe_exits_0_quietly(tmp_path: Path, args: list[str], config: 
     assert (done.returncode, done.stderr) == (0, "")
 
 
-def test_kubernetes_service_variables_named_mongocdc_are_ignored_with_a_warning_each(tmp_path: Path) -> None:
-    """A Service named ``mongocdc`` puts ``MONGOCDC_SERVICE_HOST``, ``MONGOCDC_PORT``, … into every pod."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
-    env |= {"MONGOCDC_TOPIC_PREFIX": "shop", "MONGOCDC_SERVICE_HOST": "10.0.0.7", "MONGOCDC_PORT": "tcp://10.0.0.7:80"}
-    done = subprocess.run(
-        [sys.executable, "-m", "mongocdc", "config", "show", "--output", "json"],
+def mongocdc(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real command, in an environment without the caller's ``MONGOCDC_*`` settings plus ``env``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
+    clean.pop("COLUMNS", None)  # rich's width for a pipe: its default, 80
+    return subprocess.run(
+        [sys.executable, "-m", "mongocdc", *args],
         capture_output=True,
         stdin=subprocess.DEVNULL,
-        cwd=tmp_path,
-        env=env,
+        cwd=cwd,
+        env=clean | (env or {}),
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_kubernetes_service_variables_named_mongocdc_are_ignored_with_a_warning_each(tmp_path: Path) -> None:
+    """A Service named ``mongocdc`` puts ``MONGOCDC_SERVICE_HOST``, ``MONGOCDC_PORT``, … into every pod."""
+    env = {"MONGOCDC_TOPIC_PREFIX": "shop", "MONGOCDC_SERVICE_HOST": "10.0.0.7", "MONGOCDC_PORT": "tcp://10.0.0.7:80"}
+    done = mongocdc("config", "show", "--output", "json", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert '"shop"' in done.stdout  # the settings that are settings still apply
     for var in ("MONGOCDC_SERVICE_HOST", "MONGOCDC_PORT"):
@@ -347,47 +355,15 @@ def test_kubernetes_service_variables_named_mongocdc_are_ignored_with_a_warning_
 
 @pytest.mark.parametrize(("level", "warned"), [("warn", True), ("WARNING", True), ("Debug", True), ("ERROR", False)])
 def test_log_level_takes_any_case_and_warn(tmp_path: Path, level: str, warned: bool) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
-    env |= {"MONGOCDC_TOPIC_PREFIX": "shop", "MONGOCDC_NOPE": "x"}  # an unknown variable: one WARNING line
-    done = subprocess.run(
-        [sys.executable, "-m", "mongocdc", "--log-level", level, "config", "show", "--output", "json"],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        cwd=tmp_path,
-        env=env,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = {"MONGOCDC_TOPIC_PREFIX": "shop", "MONGOCDC_NOPE": "x"}  # an unknown variable: one WARNING line
+    done = mongocdc("--log-level", level, "config", "show", "--output", "json", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert ("MONGOCDC_NOPE is not a mongocdc setting" in done.stderr) is warned
 
 
 @pytest.mark.parametrize("spelling", ["--bootstrap-servers", "--bootstrap-server"])
 def test_bootstrap_servers_is_also_spelt_as_kafkas_tools_spell_it(tmp_path: Path, spelling: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mongocdc",
-            "config",
-            "show",
-            "--topic-prefix",
-            "app",
-            spelling,
-            "k1:9092",
-            "-o",
-            "json",
-        ],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        cwd=tmp_path,
-        env=env,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = mongocdc("config", "show", "--topic-prefix", "app", spelling, "k1:9092", "-o", "json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["kafka.bootstrap.servers"] == "k1:9092"
 
@@ -396,9 +372,7 @@ def test_bootstrap_servers_is_also_spelt_as_kafkas_tools_spell_it(tmp_path: Path
 def test_version_flag_prints_the_version_without_a_command(flag: str) -> None:
     from mongocdc import __version__
 
-    done = subprocess.run(
-        [sys.executable, "-m", "mongocdc", flag], capture_output=True, text=True, timeout=60, check=False
-    )
+    done = mongocdc(flag)
     assert (done.returncode, done.stdout, done.stderr) == (0, f"mongocdc {__version__}\n", "")
 
 
@@ -413,25 +387,12 @@ def test_the_stream_status_line_counts_every_op_and_speaks_in_singular_when_one(
 
 
 def test_config_validate_names_every_property_stream_needs_and_prints_json(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
-
-    def validate(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "mongocdc", "config", "validate", *args],
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            cwd=tmp_path,
-            env=env,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-
-    empty = validate()
+    empty = mongocdc("config", "validate", cwd=tmp_path)
     assert empty.returncode == 3
     assert "topic.prefix, mongodb.connection.string" in empty.stderr  # both named at once, with how to set them
     assert "--topic-prefix" in empty.stderr
-    ok = validate("--topic-prefix", "app", "--connection-string", "mongodb://h:27017/?replicaSet=rs0", "-o", "json")
+    uri = "mongodb://h:27017/?replicaSet=rs0"
+    ok = mongocdc("config", "validate", "--topic-prefix", "app", "--connection-string", uri, "-o", "json", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout) == {"valid": True, "name": "mongocdc", "topic.prefix": "app"}
 
@@ -459,18 +420,7 @@ def test_waiting_for_an_incremental_snapshot_no_connector_takes_up_is_exit_4_say
 def test_a_table_never_breaks_a_value_even_into_a_pipe(tmp_path: Path) -> None:
     """Piped output is rich's 80 columns; a wider table is printed at its own width, each value whole."""
     uri = "mongodb://h1.example.net:27017,h2.example.net:27017,h3.example.net:27017/?replicaSet=rs0&w=majority"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
-    env.pop("COLUMNS", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "mongocdc", "config", "show", "--topic-prefix", "app", "--connection-string", uri],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        cwd=tmp_path,
-        env=env,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = mongocdc("config", "show", "--topic-prefix", "app", "--connection-string", uri, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if "mongodb.connection.string" in line]
     assert len(rows) == 1 and uri in rows[0]  # the property name and the value whole, on one line
