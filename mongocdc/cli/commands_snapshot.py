@@ -42,7 +42,8 @@ def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeo
     done: dict[str, int] = {}
     store = wiring.offset_store(settings, create=False)
     try:
-        if not store.records(settings.name):
+        records = store.records(settings.name)
+        if not records:
             log.warning(
                 "connector %r has no stored offsets in this store: waiting for a `mongocdc stream` of that name "
                 "to start and take up the snapshot (--timeout to stop waiting)",
@@ -50,7 +51,7 @@ def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeo
             )
         with SnapshotProgressView() as view:
             while True:
-                offsets = [_readable(r.offset) for r in store.records(settings.name)]
+                offsets = [_readable(r.offset) for r in records]
                 stored = [o for o in offsets if o is not None]
                 running = [
                     o.incremental
@@ -87,6 +88,7 @@ def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeo
                     )
                 if stop.wait(0.5):
                     return report.to_dict()
+                records = store.records(settings.name)
     finally:
         store.close()
 
