@@ -1,9 +1,13 @@
 """Chunked, ``_id``-ordered collection scans for snapshots.
 
-MongoDB compares ``_id`` values only within one BSON type bracket (``$gt: 5``
-never matches a string), so a collection whose ``_id`` types differ is read
-bracket by bracket, in MongoDB's sort order, each with ``$type`` and a ``$gt``
-on the last key read. A scan can resume from (bracket, last key) after a crash.
+A fresh scan is one ``_id``-ordered cursor over the whole collection: MongoDB sorts ``_id`` values
+of different types in BSON comparison order, one type bracket after the other, so the cursor reads
+every bracket in turn without a query per bracket (a server without a type-bracketed index plan
+runs each of those as a full scan, empty brackets included).
+
+A scan resumes from (bracket, last key) after a crash. MongoDB compares values only within one
+type bracket (``$gt: 5`` never matches a string), so what is left is read bracket by bracket, in
+MongoDB's sort order, each with ``$type`` and a ``$gt`` on the last key read.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import bson
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 from pymongo import ASCENDING, MongoClient
@@ -25,6 +30,49 @@ from mongocdc.sources.read_ahead import read_ahead
 log = logging.getLogger("mongocdc.mongo.scan")
 
 _RAW: CodecOptions[RawBSONDocument] = CodecOptions(document_class=RawBSONDocument)
+
+# BSON element type byte -> index of its bracket in ID_TYPE_BRACKETS.
+_TYPE_CODES = {
+    "minKey": 0xFF, "null": 0x0A, "double": 0x01, "int": 0x10, "long": 0x12, "decimal": 0x13,
+    "string": 0x02, "symbol": 0x0E, "object": 0x03, "binData": 0x05, "objectId": 0x07, "bool": 0x08,
+    "date": 0x09, "timestamp": 0x11, "regex": 0x0B, "dbPointer": 0x0C, "javascript": 0x0D,
+    "javascriptWithScope": 0x0F, "maxKey": 0x7F,
+}  # fmt: skip
+_BRACKET_OF_TYPE = {_TYPE_CODES[name]: i for i, names in enumerate(ID_TYPE_BRACKETS) for name in names}
+_ID_FIRST = b"_id\x00"
+
+
+def id_bracket(document: Mapping[str, Any]) -> int | None:
+    """The ``_id`` type bracket of ``document`` (``None`` for a type no bracket holds).
+
+    A stored document's first element is its ``_id``, so a raw document's type byte is read
+    without decoding anything; other documents encode their ``_id`` once.
+    """
+    raw = getattr(document, "raw", None)
+    if raw is None or raw[5:9] != _ID_FIRST:
+        raw = bson.encode({"_id": document["_id"]})
+    return _BRACKET_OF_TYPE.get(raw[4])
+
+
+def bracket_runs(documents: list[Mapping[str, Any]], first: int) -> Iterator[tuple[int, list[Mapping[str, Any]]]]:
+    """``documents`` (in ``_id`` order) cut where their ``_id`` type bracket changes.
+
+    Brackets only grow along an ``_id``-ordered cursor, so a batch whose first and last documents
+    share one is one run; only a batch that crosses a bracket boundary is looked at document by
+    document. A document of no known bracket stays in the run before it.
+    """
+    last = id_bracket(documents[-1])
+    if last is None or last == first:
+        yield first, documents
+        return
+    start, current = 0, first
+    for i, document in enumerate(documents):
+        bracket = id_bracket(document)
+        if bracket is not None and bracket != current:
+            if i > start:
+                yield current, documents[start:i]
+            start, current = i, bracket
+    yield current, documents[start:]
 
 
 class CollectionScanner:
@@ -62,15 +110,24 @@ class CollectionScanner:
     def chunks(self, start: ScanPosition | None = None) -> Iterator[Chunk]:
         """Every document after ``start``, in chunks; ``Chunk.end`` is the resume point after it.
 
-        One ``_id``-ordered cursor per type bracket, read ``fetch_size`` documents at a time (one
-        round trip per chunk), one chunk ahead of the caller (:func:`read_ahead`); a cursor the
-        server dropped (CursorNotFound) is reopened after the last key read.
+        A fresh scan is one ``_id``-ordered cursor over every type bracket; a resumed one, one
+        cursor per bracket from the resume point on. Either is read ``fetch_size`` documents at a
+        time (one round trip per chunk), one chunk ahead of the caller (:func:`read_ahead`), and a
+        chunk never spans two brackets. A cursor the server dropped (CursorNotFound) is reopened
+        after the last key read.
         """
         position = start or ScanPosition()
+        whole = position == ScanPosition()
         while position.bracket < len(ID_TYPE_BRACKETS):
             bracket = position.bracket
             try:
-                for documents, exhausted, read_ns in read_ahead(self._batches(position), self.namespace):
+                if whole:
+                    for chunk in self._whole_chunks():
+                        position = chunk.end
+                        yield chunk
+                    position = ScanPosition(len(ID_TYPE_BRACKETS))
+                    break
+                for documents, exhausted, read_ns in read_ahead(self._batches(self._query(position)), self.namespace):
                     position = (
                         ScanPosition(bracket + 1) if exhausted else ScanPosition(bracket, documents[-1]["_id"], True)
                     )
@@ -78,6 +135,7 @@ class CollectionScanner:
                         yield Chunk(documents, position, bracket, read_ns)
             except CursorNotFound:
                 log.warning("the snapshot cursor of %s expired; reopening after the last key read", self.namespace)
+                whole = False
                 continue
             except OperationFailure as exc:
                 raise_for_privileges(exc, f"read {self.namespace} for the snapshot")
@@ -85,8 +143,28 @@ class CollectionScanner:
             if position.bracket == bracket:  # an empty bracket
                 position = ScanPosition(bracket + 1)
 
-    def _batches(self, position: ScanPosition) -> Iterator[tuple[list[Mapping[str, Any]], bool, int]]:
-        """``(documents, bracket exhausted, read_ns)`` of one bracket's cursor, ``fetch_size`` documents each.
+    def _whole_chunks(self) -> Iterator[Chunk]:
+        """The fresh scan's chunks: one cursor over the whole collection, cut at bracket boundaries.
+
+        Each chunk ends after its last document (the bracket and ``_id``); the last chunk of the
+        collection ends past every bracket.
+        """
+        bracket = 0
+        for documents, exhausted, read_ns in read_ahead(self._batches(self._filter or {}), self.namespace):
+            if not documents:
+                continue
+            first = id_bracket(documents[0])
+            bracket = bracket if first is None else first
+            runs = list(bracket_runs(documents, bracket))
+            for i, (bracket, run) in enumerate(runs):
+                if exhausted and i == len(runs) - 1:
+                    end = ScanPosition(len(ID_TYPE_BRACKETS))
+                else:
+                    end = ScanPosition(bracket, run[-1]["_id"], True)
+                yield Chunk(run, end, bracket, read_ns)
+
+    def _batches(self, query: Mapping[str, Any]) -> Iterator[tuple[list[Mapping[str, Any]], bool, int]]:
+        """``(documents, cursor exhausted, read_ns)`` of one ``_id``-ordered cursor, ``fetch_size`` documents each.
 
         ``read_ns`` is taken before the server was asked for any of the documents: before the query
         for the first chunk, and for each later one before the chunk *before* it was collected, since
@@ -94,7 +172,7 @@ class CollectionScanner:
         server batch is never larger than ``fetch_size``, the cursor's batch size).
         """
         previous = current = time.time_ns()
-        cursor = self._collection.find(self._query(position), batch_size=self._fetch_size).sort("_id", ASCENDING)
+        cursor = self._collection.find(query, batch_size=self._fetch_size).sort("_id", ASCENDING)
         with cursor:
             batch: list[Mapping[str, Any]] = []
             for document in cursor:

@@ -176,8 +176,9 @@ class FakeCollection:
         return self
 
     def find(self, query: dict[str, Any], batch_size: int) -> FakeCursor:
-        # The scanner asks bracket by bracket; the documents' int _ids are all in the numbers bracket.
-        numbers = "int" in query["_id"]["$type"]
+        # A fresh scan asks for everything at once; a resumed one bracket by bracket (the documents'
+        # int _ids are all in the numbers bracket).
+        numbers = "_id" not in query or "int" in query["_id"]["$type"]
         return FakeCursor(self.documents if numbers else [], batch_size, self.served)
 
 
