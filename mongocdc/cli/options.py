@@ -34,6 +34,8 @@ class SettingsFlag:
     """Its declaration: ``Annotated[<type> | None, typer.Option(...)]``."""
     overrides: Callable[[Any], Mapping[str, object]]
     """The properties a given value sets, by name."""
+    option: str
+    """The option as ``config show`` names it as the source of those values (``--offsets``)."""
 
 
 def property_flag(name: str) -> SettingsFlag:
@@ -46,7 +48,7 @@ def property_flag(name: str) -> SettingsFlag:
     annotation: Any = (
         Annotated[int | None, option] if isinstance(prop.value_type, IntType) else Annotated[str | None, option]
     )
-    return SettingsFlag(prop.attr, annotation, lambda value: {name: value})
+    return SettingsFlag(prop.attr, annotation, lambda value: {name: value}, flag.option)
 
 
 OFFSETS: Final = SettingsFlag(
@@ -60,6 +62,7 @@ OFFSETS: Final = SettingsFlag(
         ),
     ],
     lambda value: parse_offsets_spec(str(value)),
+    "--offsets",
 )
 """``--offsets sqlite:PATH|kafka:TOPIC``: ``offset.storage`` and the file or topic, in one option."""
 
@@ -85,11 +88,13 @@ def settings_flags(*flags: str | SettingsFlag) -> Callable[[Command], Command]:
 
         @functools.wraps(command)
         def with_flags(*args: Any, **kwargs: Any) -> Any:
-            overrides = state(click.get_current_context()).overrides
+            invocation = state(click.get_current_context())
             for flag in declared:
                 value = kwargs.pop(flag.param)
                 if value is not None:
-                    overrides.update(flag.overrides(value))
+                    values = flag.overrides(value)
+                    invocation.overrides.update(values)
+                    invocation.flags.update(dict.fromkeys(values, flag.option))
             return command(*args, **kwargs)
 
         extra = [

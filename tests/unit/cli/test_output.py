@@ -1,0 +1,72 @@
+"""What the commands print: `config show`'s values and sources, one JSON shape per command, words not reprs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.unit.cli.test_cli import mongocdc
+
+pytestmark = pytest.mark.usefixtures("clean_env")
+
+
+def _rows(table: str) -> dict[str, list[str]]:
+    """A rich table's cells by its first column (box-drawing borders stripped)."""
+    rows = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.replace("┃", "│").strip("│ ").split("│")]
+        if len(cells) > 1:
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+# --- config show ---------------------------------------------------------------------------------
+
+
+def test_config_show_says_where_each_value_came_from(tmp_path: Path) -> None:
+    """Kafka's `kafka-configs --describe` names each value's source; so does `config show`."""
+    (tmp_path / "c.yaml").write_text("topic.prefix: fromfile\nname: fromfile\nkafka.linger.ms: 5\n")
+    env = {"MONGOCDC_NAME": "fromenv", "MONGOCDC_KAFKA_CLIENT_ID": "me"}
+    args = ("config", "show", "-c", "c.yaml", "--bootstrap-servers", "k1:9092", "--offsets", "kafka:offs")
+    as_json = mongocdc(*args, "-o", "json", env=env, cwd=tmp_path)
+    assert as_json.returncode == 0, as_json.stderr
+    shown = json.loads(as_json.stdout)
+    assert shown["topic.prefix"] == {"value": "fromfile", "source": "file", "path": "c.yaml"}
+    assert shown["kafka.linger.ms"] == {"value": "5", "source": "file", "path": "c.yaml"}
+    assert shown["name"] == {"value": "fromenv", "source": "env", "variable": "MONGOCDC_NAME"}  # env over file
+    assert shown["kafka.client.id"] == {"value": "me", "source": "env", "variable": "MONGOCDC_KAFKA_CLIENT_ID"}
+    assert shown["kafka.bootstrap.servers"] == {"value": "k1:9092", "source": "flag", "flag": "--bootstrap-servers"}
+    assert shown["offset.storage"] == {"value": "kafka", "source": "flag", "flag": "--offsets"}
+    assert shown["offset.storage.topic"] == {"value": "offs", "source": "flag", "flag": "--offsets"}
+    assert shown["snapshot.mode"] == {"value": "initial", "source": "default"}
+    table = mongocdc(*args, env=env, cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    rows = _rows(table.stdout)
+    assert rows["property"] == ["value", "source"]
+    assert rows["topic.prefix"] == ["fromfile", "file c.yaml"]
+    assert rows["name"] == ["fromenv", "env MONGOCDC_NAME"]
+    assert rows["offset.storage.topic"] == ["offs", "flag --offsets"]
+    assert rows["snapshot.mode"] == ["initial", "default"]
+
+
+def test_config_show_says_booleans_as_json_booleans_and_unset_one_way(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(
+        "topic.prefix: shop\nmongodb.ssl.enabled: true\n"
+        "kafka.enable.idempotence: true\nkafka.socket.nagle.disable: False\n"
+    )
+    as_json = mongocdc("config", "show", "-c", "c.yaml", "-o", "json", cwd=tmp_path)
+    assert as_json.returncode == 0, as_json.stderr
+    shown = {name: entry["value"] for name, entry in json.loads(as_json.stdout).items()}
+    assert shown["mongodb.ssl.enabled"] is True and shown["schemas.enable"] is False
+    assert shown["kafka.enable.idempotence"] is True  # a string to librdkafka, a boolean to the reader
+    assert shown["kafka.socket.nagle.disable"] is False
+    # unset is null, whatever the property's type (an empty list was "", a missing string null)
+    assert shown["mongodb.connection.string"] is None and shown["collection.include.list"] is None
+    assert "" not in shown.values()
+    table = mongocdc("config", "show", "-c", "c.yaml", cwd=tmp_path)
+    rows = _rows(table.stdout)
+    assert rows["mongodb.ssl.enabled"][0] == "true" and rows["kafka.socket.nagle.disable"][0] == "false"
+    assert rows["mongodb.connection.string"] == ["", "default"] and rows["collection.include.list"] == ["", "default"]
+    assert "True" not in table.stdout and "False" not in table.stdout and "None" not in table.stdout
