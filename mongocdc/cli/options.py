@@ -21,7 +21,35 @@ from mongocdc.cli.state import Output, state
 from mongocdc.config import PROPERTIES, parse_offsets_spec
 from mongocdc.config.values import IntType
 
-OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="Output format: table for people, json for scripts.")]
+ONE_DOCUMENT: Final = "one JSON document"
+"""What ``-o json`` prints for a command that ends with its result (``OutputOpt``'s help says it)."""
+JSON_LINES: Final = "JSON lines"
+"""What ``-o json`` prints for a command that reports as it goes (``OutputLinesOpt``'s help says it)."""
+
+OutputOpt = Annotated[
+    Output,
+    typer.Option("--output", "-o", help=f"Output format: table for people, or json for scripts ({ONE_DOCUMENT})."),
+]
+"""``--output`` of a command that prints one result: with json, one JSON document (an object or an array)."""
+OutputLinesOpt = Annotated[
+    Output,
+    typer.Option(
+        "--output",
+        "-o",
+        help=f"Output format: table for people, or json for scripts ({JSON_LINES}: one JSON object per line, "
+        'each with a "status"; the last is the final one).',
+    ),
+]
+"""``--output`` of a command that runs until stopped: with json, one JSON object per line as it goes."""
+OutputRecordsOpt = Annotated[
+    Output,
+    typer.Option(
+        "--output",
+        "-o",
+        help=f"Output format: table for people, or json for scripts ({JSON_LINES}: one JSON object per record).",
+    ),
+]
+"""``--output`` of a command that prints records as it reads them (``topic dump``)."""
 
 
 @dataclass(frozen=True)

@@ -70,3 +70,56 @@ def test_config_show_says_booleans_as_json_booleans_and_unset_one_way(tmp_path: 
     assert rows["mongodb.ssl.enabled"][0] == "true" and rows["kafka.socket.nagle.disable"][0] == "false"
     assert rows["mongodb.connection.string"] == ["", "default"] and rows["collection.include.list"] == ["", "default"]
     assert "True" not in table.stdout and "False" not in table.stdout and "None" not in table.stdout
+
+
+# --- one JSON shape per command ------------------------------------------------------------------
+
+JSON_LINES_COMMANDS = {("stream",), ("replicate",), ("spark", "run"), ("topic", "dump")}
+"""The commands that report as they go; every other command with --output prints one JSON document."""
+
+
+def test_every_command_with_output_says_in_its_help_which_json_shape_it_prints() -> None:
+    import typer
+
+    from mongocdc.cli import docs
+    from mongocdc.cli.main import app
+
+    shapes = {}
+    for node in docs.walk(typer.main.get_command(app)):
+        if any("--output" in option.opts for option in docs.options_of(node.command)):
+            shapes[node.path] = docs.json_shape(node.command)  # raises when the help says neither
+    assert {path for path, shape in shapes.items() if shape == "JSON lines"} == JSON_LINES_COMMANDS
+    assert {shape for path, shape in shapes.items() if path not in JSON_LINES_COMMANDS} == {"one document"}
+    assert len(shapes) > 15  # every command that prints data
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        (["offsets", "show"], "json for scripts (one JSON document)"),
+        (["config", "show"], "json for scripts (one JSON document)"),
+        (["stream"], 'json for scripts (JSON lines: one JSON object per line, each with a "status"'),
+        (["topic", "dump"], "json for scripts (JSON lines: one JSON object per record)"),
+    ],
+)
+def test_the_real_help_says_the_shape(command: list[str], says: str) -> None:
+    done = mongocdc(*command, "--help")
+    assert done.returncode == 0, done.stderr
+    assert says in " ".join(done.stdout.split())  # rich wraps the help; the words are the same
+
+
+def test_one_document_commands_print_exactly_one_document(tmp_path: Path) -> None:
+    store = ["--offsets", f"sqlite:{tmp_path / 'o.db'}", "--name", "app"]
+    runs = [
+        ("config", "show", "--topic-prefix", "app"),
+        ("config", "validate", "--topic-prefix", "app", "--connection-string", "mongodb://h/?replicaSet=rs0"),
+        ("offsets", "reset", *store, "--partition", "rs0", "--to-timestamp", "1700000000", "--yes"),
+        ("offsets", "set", *store, "--partition", "rs0", "--resume-token", "8263A1B2C3000000012B", "--yes"),
+        ("offsets", "show", *store),
+        ("offsets", "reset", *store, "--partition", "rs9", "--yes"),  # nothing to change: still a document, []
+    ]
+    for args in runs:
+        done = mongocdc(*args, "-o", "json", cwd=tmp_path)
+        assert done.returncode == 0, (args, done.stderr)
+        document = json.loads(done.stdout)  # the whole of stdout is one JSON value
+        assert isinstance(document, dict | list) and done.stdout.count("\n") == 1, args
