@@ -123,3 +123,41 @@ def test_one_document_commands_print_exactly_one_document(tmp_path: Path) -> Non
         assert done.returncode == 0, (args, done.stderr)
         document = json.loads(done.stdout)  # the whole of stdout is one JSON value
         assert isinstance(document, dict | list) and done.stdout.count("\n") == 1, args
+
+
+# --- words, not Python's reprs -------------------------------------------------------------------
+
+
+def test_table_cells_are_words_not_python_reprs() -> None:
+    from mongocdc.cli.render import cell
+    from mongocdc.cli.state import Output
+
+    assert [cell(v) for v in (None, True, False, 0, "x", Output.json)] == ["", "true", "false", "0", "x", "json"]
+    assert cell(["db.a", "db.b"]) == "db.a, db.b" and cell(("a",)) == "a" and cell({"b", "a"}) == "a, b"
+    assert cell({"completed": True, "documents": 5}) == "completed=true, documents=5"
+
+
+def test_invalid_values_are_shown_as_the_file_writes_them(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(
+        "topic.prefix: [a, b]\nmax.batch.size: true\nkafka.sasl.mechanisms: [PLAIN]\ntombstones.on.delete: maybe\n"
+    )
+    done = mongocdc("config", "validate", "-c", "c.yaml", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert 'topic.prefix: invalid value ["a", "b"] from config file c.yaml' in done.stderr
+    assert "max.batch.size: invalid value true from" in done.stderr
+    assert 'kafka.sasl.mechanisms: invalid value ["PLAIN"] from' in done.stderr
+    assert "tombstones.on.delete: invalid value 'maybe' from" in done.stderr  # text stays quoted
+    assert "True" not in done.stderr and "['" not in done.stderr
+
+
+def test_an_unreadable_stored_offset_is_described_in_json_not_as_a_python_dict(tmp_path: Path) -> None:
+    from mongocdc.offsets.sqlite import SqliteOffsetStore
+
+    store = SqliteOffsetStore(tmp_path / "o.db")
+    store.commit("app", "rs0", {"sec": "soon", "ord": 1, "resume_token": None, "initsync": True})
+    store.close()
+    done = mongocdc("offsets", "show", "--offsets", f"sqlite:{tmp_path / 'o.db'}", "--name", "app", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    line = " ".join(done.stdout.split())
+    assert """got {"initsync": true, "ord": 1, "resume_token": null, "sec": "soon"}""" in line
+    assert "None" not in done.stdout and "True" not in done.stdout
