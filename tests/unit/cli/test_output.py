@@ -161,3 +161,12 @@ def test_an_unreadable_stored_offset_is_described_in_json_not_as_a_python_dict(t
     line = " ".join(done.stdout.split())
     assert """got {"initsync": true, "ord": 1, "resume_token": null, "sec": "soon"}""" in line
     assert "None" not in done.stdout and "True" not in done.stdout
+
+
+def test_spark_run_dry_run_is_a_json_line_with_its_status(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("topic.prefix: dbserver1\n")
+    done = mongocdc("spark", "run", "-c", "c.yaml", "--warehouse", "/w", "--master", "yarn", "--dry-run", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stdout.splitlines()
+    shown = json.loads(line)
+    assert shown["status"] == "dry run" and "spark-submit" in shown["command"]
