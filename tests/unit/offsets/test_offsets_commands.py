@@ -338,3 +338,20 @@ def test_reset_shows_the_deleted_token_as_hex_and_an_unreadable_one_as_stored(
     assert offsets_cli(db, "reset", "--yes", "-o", "json") == ExitCode.OK
     done = {c["partition"]: c["before"]["resume_token"] for c in json.loads(capsys.readouterr().out)}
     assert done == {"rs0": "82AA", "rs1": "not base64 of BSON"}
+
+
+def test_a_token_with_type_bits_is_shown_whole_as_extended_json_and_taken_back(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`_data` alone would drop `_typeBits` (a document key with doubles): such a token is shown as its document."""
+    from bson.binary import Binary
+
+    token = {"_data": TOKEN, "_typeBits": Binary(b"@")}
+    store = SqliteOffsetStore(db)
+    store.commit("app", "rs0", {"sec": 1, "ord": 1, "resume_token": _b64(token)})
+    store.close()
+    assert offsets_cli(db, "show", "-o", "json") == ExitCode.OK
+    shown = json.loads(capsys.readouterr().out)[0]["resume_token"]
+    assert json.loads(shown) == {"_data": TOKEN, "_typeBits": {"$binary": {"base64": "QA==", "subType": "00"}}}
+    assert offsets_cli(db, "set", "--resume-token", shown, "-p", "rs1", "--yes") == ExitCode.OK
+    assert stored(db)[("app", "rs1")]["resume_token"] == _b64(token)
