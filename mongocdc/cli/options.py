@@ -36,8 +36,8 @@ OutputLinesOpt = Annotated[
     typer.Option(
         "--output",
         "-o",
-        help=f"Output format: table for people, or json for scripts ({JSON_LINES}: one JSON object per line, "
-        'each with a "status"; the last is the final one).',
+        help=f"Output format: table for people, or json for scripts ({JSON_LINES}: one JSON object per line "
+        'as it goes, each with a "status").',
     ),
 ]
 """``--output`` of a command that runs until stopped: with json, one JSON object per line as it goes."""

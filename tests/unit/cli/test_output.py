@@ -98,7 +98,7 @@ def test_every_command_with_output_says_in_its_help_which_json_shape_it_prints()
     [
         (["offsets", "show"], "json for scripts (one JSON document)"),
         (["config", "show"], "json for scripts (one JSON document)"),
-        (["stream"], 'json for scripts (JSON lines: one JSON object per line, each with a "status"'),
+        (["stream"], 'json for scripts (JSON lines: one JSON object per line as it goes, each with a "status")'),
         (["topic", "dump"], "json for scripts (JSON lines: one JSON object per record)"),
     ],
 )
