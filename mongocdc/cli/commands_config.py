@@ -10,6 +10,7 @@ import typer
 from mongocdc.cli import render
 from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, settings_flags
 from mongocdc.cli.state import Output, state
+from mongocdc.config import PROPERTIES
 
 config_app = typer.Typer(help="Check and show the effective configuration.", no_args_is_help=True)
 
@@ -38,7 +39,25 @@ def validate(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
 @config_app.command("show")
 @settings_flags(*CONNECTOR_FLAGS)
 def show(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
-    """Print the effective settings (flags > env > file > defaults), secrets redacted."""
+    """Print the effective settings (flags > env > file > defaults), secrets redacted, and where each came from.
+
+    Each property's source: `file PATH`, `env VARIABLE`, `flag --OPTION` or `default`. An unset
+    property has no value: an empty cell in the table, null in JSON. Booleans are true/false. JSON
+    output is one object keyed by property: {"value": …, "source": "file"|"env"|"flag"|"default",
+    and "path", "variable" or "flag" saying which}.
+    """
     settings = state(ctx).settings()
-    props = settings.as_properties(redact=True)
-    render.emit(output, props, ["property", "value"], sorted(props.items()), title="effective configuration")
+    shown = {name: shown_value(name, value) for name, value in settings.as_properties(redact=True).items()}
+    data = {name: {"value": value, **settings.source_of(name).to_dict()} for name, value in shown.items()}
+    rows = [[name, value, settings.source_of(name).describe()] for name, value in shown.items()]
+    render.emit(output, data, ["property", "value", "source"], rows, title="effective configuration")
+
+
+def shown_value(name: str, value: object) -> object:
+    """A setting as ``config show`` shows it: unset (and an empty list) is ``None``; a librdkafka
+    boolean (``kafka.enable.idempotence: true``, a string to librdkafka) is a boolean."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and name not in PROPERTIES and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return value

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OutputOpt, settings_flags
+from mongocdc.cli.options import OutputOpt, OutputRecordsOpt, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.errors import ExitCode, UsageError
 
@@ -84,7 +84,7 @@ def dump(
     topic: Annotated[
         str, typer.Argument(help="Topic to read, e.g. <topic.prefix>.<db>.<collection>.", show_default=False)
     ],
-    output: OutputOpt = Output.table,
+    output: OutputRecordsOpt = Output.table,
     offset: Annotated[
         int | None, typer.Option("--offset", help="Start at this offset in every partition.", show_default=False)
     ] = None,

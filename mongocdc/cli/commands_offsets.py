@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -113,12 +114,22 @@ def read_offset(record: Mapping[str, Any]) -> SourceOffset | str:
         return str(exc)
 
 
-def _token_text(offset: SourceOffset, width: int = 28) -> str:
-    """The resume token's ``_data`` (or extended JSON), shortened for a table (JSON output keeps it whole)."""
-    text = offset.position.describe_token()
-    if len(text) <= width:
-        return text
-    return f"{text[: width - 9]}…{text[-8:]}"
+def shown_record(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A stored offset record as the operator sees it: its fields as stored, but the resume token as its
+    `_data` hex string (what MongoDB shows in a change event's `_id` and Debezium logs), not the stored
+    Base64 of its BSON. The store keeps its own form; a token that does not read is shown as stored."""
+    from mongocdc.engine.source_offset import RESUME_TOKEN, decode_token
+    from mongocdc.events.position import Position
+
+    if record is None:
+        return None
+    shown = dict(record)
+    stored = shown.get(RESUME_TOKEN)
+    if isinstance(stored, str) and stored:
+        # not Base64 of BSON (Debezium 1.x wrote the hex `_data` itself): shown as it is
+        with contextlib.suppress(ValueError):
+            shown[RESUME_TOKEN] = Position(0, 0, decode_token(stored)).describe_token()
+    return shown
 
 
 # --- parsing what the operator typed (a bad value is invalid configuration: exit 3) ---------
@@ -160,8 +171,9 @@ def parse_epoch_seconds(value: str, now: datetime | None = None) -> int:
 def parse_resume_token(text: str) -> dict[str, Any]:
     """The token document of ``--resume-token``.
 
-    Accepted: the ``_data`` hex string MongoDB shows, the document as extended JSON, or the stored
-    form (base64 of the BSON document, the ``resume_token`` of ``offsets show --output json``).
+    Accepted: the ``_data`` hex string MongoDB shows (and ``offsets show`` prints), the document as
+    extended JSON, or the stored form (Base64 of the BSON document, as Debezium stores it and Kafka
+    Connect's ``GET /connectors/<name>/offsets`` shows it).
     A string of hex digits is always taken as ``_data``. Every form is checked to be a change stream
     token: its ``_data`` starts with the cluster time (byte 0x82, a KeyString timestamp, as MongoDB and
     Debezium write it); anything else is a ``UsageError`` (exit 2) saying what a token looks like.
@@ -175,7 +187,7 @@ def parse_resume_token(text: str) -> dict[str, Any]:
     hint = (
         "a resume token's `_data` is hex starting with 82 (its cluster time), e.g. 8263A1B2C3000000012B…; "
         "pass the `_data` string of a change event's `_id` (hex digits, as mongosh shows it), the whole token "
-        'as extended JSON, e.g. \'{"_data": "8263…"}\', or the resume_token of `offsets show --output json`'
+        'as extended JSON, e.g. \'{"_data": "8263…"}\', or the stored Base64 form Kafka Connect shows for Debezium'
     )
     stripped = text.strip()
     if not stripped.startswith("{"):
@@ -239,8 +251,8 @@ class OffsetChange:
             "connector": connector,
             "partition": self.partition,
             "action": self.action,
-            "before": self.before,
-            "after": self.after,
+            "before": shown_record(self.before),
+            "after": shown_record(self.after),
         }
 
 
@@ -257,7 +269,7 @@ def describe_offset(record: Mapping[str, Any] | None, missing: str) -> str:
         return f"unreadable ({offset})"
     sec = offset.position.sec
     when = f" ({_iso(sec)})" if 0 < sec <= _MAX_TIMESTAMP_SECONDS else ""
-    token = _token_text(offset) if offset.position.resume_token else "none"
+    token = offset.position.describe_token() if offset.position.resume_token else "none"
     extra = " initsync" if offset.snapshot is not None else ""
     return f"sec={sec}{when} ord={offset.position.ord} token={token}{extra}"
 
@@ -491,7 +503,7 @@ def _show_row(connector: str, partition: str, record: Mapping[str, Any]) -> list
         return [connector, partition, "", "", f"unreadable: {offset}", ""]
     position = offset.position
     initsync = "yes" if offset.snapshot is not None else ""
-    return [connector, partition, position.sec, position.ord, _token_text(offset), initsync]
+    return [connector, partition, position.sec, position.ord, position.describe_token(), initsync]
 
 
 _ADOPTION_HELP = (
@@ -516,7 +528,10 @@ def show(
 ) -> None:
     """Show each source partition's stored position (sec, ord, resume token, updated at).
 
-    A connector with no stored offsets is an error (exit 2) naming the connectors the store has.
+    The resume token is shown whole as its `_data` hex string, as MongoDB shows it in a change
+    event's _id and `offsets set --resume-token` takes it (the store keeps Debezium's form, Base64
+    of the token's BSON). A connector with no stored offsets is an error (exit 2) naming the
+    connectors the store has.
     """
     from mongocdc import wiring
 
@@ -539,7 +554,7 @@ def show(
         {
             "connector": r.connector,
             "partition": r.partition,
-            **dict(r.offset),
+            **(shown_record(r.offset) or {}),
             "updated_at": r.updated_at.isoformat(),
         }
         for r in records
@@ -615,8 +630,8 @@ def set_(
         typer.Option(
             "--resume-token",
             help="Resume token to continue after: the `_data` hex string MongoDB shows in a change "
-            "event's _id, the whole token as an extended JSON document, or the resume_token printed by "
-            "`offsets show --output json` (base64).",
+            "event's _id (as `offsets show` prints it), the whole token as an extended JSON document, or "
+            "the stored form, Base64 of its BSON (Debezium's resume_token, as Kafka Connect shows it).",
             show_default=False,
         ),
     ],
@@ -755,7 +770,7 @@ def import_(
             "debezium": {
                 "connector": source.connector,
                 "partition": source.partition,
-                "offset": source.offset,
+                "offset": shown_record(source.offset),
                 "read_from": source.where,
             },
             "notes": ns,

@@ -10,7 +10,7 @@ import typer
 
 from mongocdc.cli import render
 from mongocdc.cli.graceful_stop import GracefulStop
-from mongocdc.cli.options import OutputOpt, settings_flags
+from mongocdc.cli.options import OutputLinesOpt, OutputOpt, settings_flags
 from mongocdc.cli.state import Output, state
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def replicate(
             min=0.0,
         ),
     ] = 30.0,
-    output: OutputOpt = Output.table,
+    output: OutputLinesOpt = Output.table,
 ) -> None:
     """Copy topics to a second Kafka cluster until SIGTERM/SIGINT, with offset syncs and group checkpoints.
 

@@ -149,9 +149,12 @@ def snapshot(
         if wait:
             with stopper.installed():
                 result["snapshot"] = wait_for_incremental(settings, sent.signal_id, stopper.event, timeout_s=timeout)
-        render.emit(
-            output, result, ["field", "value"], [[k, v] for k, v in result.items()], title="incremental snapshot"
-        )
+        rows: list[list[Any]] = [["id", sent.signal_id], ["channel", sent.channel.value], ["to", sent.destination]]
+        if "snapshot" in result:  # --wait: the outcome in words, one row per collection
+            waited = result["snapshot"]
+            rows.append(["completed", waited["completed"]])
+            rows += [[ns, f"{c['documents']:,} documents"] for ns, c in waited["collections"].items()]
+        render.emit(output, result, ["field", "value"], rows, title="incremental snapshot")
         if stopper.exit_code:
             raise typer.Exit(stopper.exit_code)
         return
@@ -165,7 +168,9 @@ def snapshot(
         wiring.connector(settings, stop=stopper.event, on_progress=progress.update, metrics=metrics) as group,
     ):
         outcome = group.run(snapshot_only=True)
-    if outcome.snapshot is not None:
-        render_summary(output, outcome.snapshot)
+    from mongocdc.engine.snapshot import SnapshotReport
+
+    # a stop before the snapshot began still gets its (empty, not completed) summary: one result, always
+    render_summary(output, outcome.snapshot or SnapshotReport())
     if stopper.exit_code:
         raise typer.Exit(stopper.exit_code)

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OutputOpt, settings_flags
+from mongocdc.cli.options import OutputLinesOpt, OutputOpt, settings_flags
 from mongocdc.cli.state import LogLevel, Output, state
 from mongocdc.errors import UsageError
 from mongocdc.spark.options import (
@@ -245,7 +245,7 @@ def spark_run(
     query_name: Annotated[
         str, typer.Option("--query-name", help="Name of the streaming query (Spark UI, logs, status).")
     ] = "mongocdc",
-    output: OutputOpt = Output.table,
+    output: OutputLinesOpt = Output.table,
 ) -> None:
     """Run the Spark job that keeps one table per collection up to date (latest document per key)."""
     from mongocdc.spark import launcher
@@ -283,7 +283,7 @@ def spark_run(
         plan, spark_packages = launcher.prepare(plan)
         command = launcher.submit_command(plan, launcher.plan_conf(plan, spark_packages))
         if output is Output.json:
-            render.print_json({"command": launcher.printable(command)})
+            render.print_json({"status": "dry run", "command": launcher.printable(command)})
         else:
             typer.echo(launcher.printable(command))
         return

@@ -11,7 +11,7 @@ import typer
 from mongocdc.cli import render
 from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.metrics_server import serve_metrics
-from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, settings_flags
+from mongocdc.cli.options import CONNECTOR_FLAGS, OutputLinesOpt, settings_flags
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
 
@@ -31,7 +31,7 @@ def status_line(stats: StreamStats) -> str:
 
 
 @settings_flags(*CONNECTOR_FLAGS, "metrics.port")
-def stream(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
+def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
     """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset."""
     from mongocdc import wiring
     from mongocdc.engine.metrics import Metrics
@@ -64,7 +64,10 @@ def stream(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     ):
         result = task.run()
     if result.snapshot is not None:
-        render_summary(output, result.snapshot)
+        if output is Output.json:  # a line of the stream's JSON lines, with its status as every line has
+            render.print_json({"status": "snapshot", **result.snapshot.to_dict()})
+        else:
+            render_summary(output, result.snapshot)
     stats = result.stream or StreamStats()
     summary = {"status": "stopped", **stats.to_dict()}
     if output is Output.json:

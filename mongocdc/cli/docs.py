@@ -258,11 +258,26 @@ def man(root: click.Command) -> str:
     return "\n".join(out)
 
 
+def json_shape(command: click.Command) -> str:
+    """What the command's ``--output json`` prints, as its ``--help`` says: one document, JSON lines, or ``""``."""
+    from mongocdc.cli.options import JSON_LINES, ONE_DOCUMENT
+
+    for option in options_of(command):
+        if "--output" in option.opts:
+            text = option.help or ""
+            if ONE_DOCUMENT in text:
+                return "one document"
+            if JSON_LINES in text:
+                return "JSON lines"
+            raise ValueError(f"the --output help of {command.name} says neither {ONE_DOCUMENT!r} nor {JSON_LINES!r}")
+    return ""
+
+
 def command_table(root: click.Command) -> str:
-    rows = ["| command | what it does |", "|---|---|"]
+    rows = ["| command | what it does | `--output json` |", "|---|---|---|"]
     for node in walk(root):
         if node.path and not isinstance(node.command, click.Group):
-            rows.append(f"| `mongocdc {node.name}` | {short_help(node.command)} |")
+            rows.append(f"| `mongocdc {node.name}` | {short_help(node.command)} | {json_shape(node.command)} |")
     return "\n".join(rows)
 
 

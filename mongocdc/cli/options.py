@@ -21,7 +21,35 @@ from mongocdc.cli.state import Output, state
 from mongocdc.config import PROPERTIES, parse_offsets_spec
 from mongocdc.config.values import IntType
 
-OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="Output format: table for people, json for scripts.")]
+ONE_DOCUMENT: Final = "one JSON document"
+"""What ``-o json`` prints for a command that ends with its result (``OutputOpt``'s help says it)."""
+JSON_LINES: Final = "JSON lines"
+"""What ``-o json`` prints for a command that reports as it goes (``OutputLinesOpt``'s help says it)."""
+
+OutputOpt = Annotated[
+    Output,
+    typer.Option("--output", "-o", help=f"Output format: table for people, or json for scripts ({ONE_DOCUMENT})."),
+]
+"""``--output`` of a command that prints one result: with json, one JSON document (an object or an array)."""
+OutputLinesOpt = Annotated[
+    Output,
+    typer.Option(
+        "--output",
+        "-o",
+        help=f"Output format: table for people, or json for scripts ({JSON_LINES}: one JSON object per line "
+        'as it goes, each with a "status").',
+    ),
+]
+"""``--output`` of a command that runs until stopped: with json, one JSON object per line as it goes."""
+OutputRecordsOpt = Annotated[
+    Output,
+    typer.Option(
+        "--output",
+        "-o",
+        help=f"Output format: table for people, or json for scripts ({JSON_LINES}: one JSON object per record).",
+    ),
+]
+"""``--output`` of a command that prints records as it reads them (``topic dump``)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +62,8 @@ class SettingsFlag:
     """Its declaration: ``Annotated[<type> | None, typer.Option(...)]``."""
     overrides: Callable[[Any], Mapping[str, object]]
     """The properties a given value sets, by name."""
+    option: str
+    """The option as ``config show`` names it as the source of those values (``--offsets``)."""
 
 
 def property_flag(name: str) -> SettingsFlag:
@@ -46,7 +76,7 @@ def property_flag(name: str) -> SettingsFlag:
     annotation: Any = (
         Annotated[int | None, option] if isinstance(prop.value_type, IntType) else Annotated[str | None, option]
     )
-    return SettingsFlag(prop.attr, annotation, lambda value: {name: value})
+    return SettingsFlag(prop.attr, annotation, lambda value: {name: value}, flag.option)
 
 
 OFFSETS: Final = SettingsFlag(
@@ -60,6 +90,7 @@ OFFSETS: Final = SettingsFlag(
         ),
     ],
     lambda value: parse_offsets_spec(str(value)),
+    "--offsets",
 )
 """``--offsets sqlite:PATH|kafka:TOPIC``: ``offset.storage`` and the file or topic, in one option."""
 
@@ -85,11 +116,13 @@ def settings_flags(*flags: str | SettingsFlag) -> Callable[[Command], Command]:
 
         @functools.wraps(command)
         def with_flags(*args: Any, **kwargs: Any) -> Any:
-            overrides = state(click.get_current_context()).overrides
+            invocation = state(click.get_current_context())
             for flag in declared:
                 value = kwargs.pop(flag.param)
                 if value is not None:
-                    overrides.update(flag.overrides(value))
+                    values = flag.overrides(value)
+                    invocation.overrides.update(values)
+                    invocation.flags.update(dict.fromkeys(values, flag.option))
             return command(*args, **kwargs)
 
         extra = [

@@ -5,7 +5,8 @@ from __future__ import annotations
 import errno
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from enum import Enum
 from typing import Any
 
 from rich.console import Console
@@ -36,6 +37,24 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def cell(value: Any) -> str:
+    """A value as a table shows it, in words rather than Python's reprs: nothing for ``None``, ``true``/``false``,
+    an enum's value, a list's items separated by commas, a mapping as ``key=value`` pairs."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={cell(v)}" for k, v in value.items())
+    if isinstance(value, set | frozenset):
+        return ", ".join(sorted(cell(v) for v in value))
+    if isinstance(value, list | tuple):
+        return ", ".join(cell(v) for v in value)
+    return str(value)
+
+
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """A table whose values are never broken: wider than the terminal (or than rich's 80 columns for a
     pipe), it is printed at its own width and the terminal wraps the line, not the value."""
@@ -43,7 +62,7 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
     for column in columns:
         t.add_column(column, no_wrap=True)
     for row in rows:
-        t.add_row(*("" if v is None else str(v) for v in row))
+        t.add_row(*(cell(v) for v in row))
     natural = Measurement.get(stdout, stdout.options.update_width(_UNBOUNDED), t).maximum
     if natural <= stdout.width:
         stdout.print(t)

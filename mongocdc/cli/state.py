@@ -47,10 +47,12 @@ class State:
     traceback: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
     """Property values given by the command's flags (``options.settings_flags``), by property name."""
+    flags: dict[str, str] = field(default_factory=dict)
+    """The option that gave each of ``overrides`` (``--topic-prefix``), by property name."""
 
     def settings(self) -> Settings:
         """Effective settings: flags > environment > config file > defaults."""
-        return load_settings(self.config, os.environ, self.overrides)
+        return load_settings(self.config, os.environ, self.overrides, flags=self.flags)
 
 
 def state(ctx: click.Context) -> State:

@@ -19,6 +19,7 @@ from mongocdc.config import compat, providers
 from mongocdc.config.formats import FILE_HINT, read_config_file
 from mongocdc.config.problems import config_error, consistency_problems, describe_invalid
 from mongocdc.config.properties import ENV_PREFIX, env_var_for
+from mongocdc.config.provenance import Provenance
 from mongocdc.config.queries import (
     FILTER_OVERRIDE_PREFIX,
     filter_override_list_problems,
@@ -80,7 +81,13 @@ class _Raw:
     origin: str
 
 
-def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: Mapping[str, object]) -> Settings:
+def load_settings(
+    config_file: Path | None,
+    env: Mapping[str, str],
+    overrides: Mapping[str, object],
+    *,
+    flags: Mapping[str, str] | None = None,
+) -> Settings:
     """The effective settings: ``overrides`` > ``env`` > ``config_file`` > defaults.
 
     ``config_file`` is a mapping of property names in YAML (flat or nested:
@@ -93,7 +100,9 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
     ignored with an effect are logged in one warning. ``None`` reads no file (the
     caller resolves ``--config``/``MONGOCDC_CONFIG``). ``env`` is usually
     ``os.environ``: ``MONGOCDC_<NAME>`` variables, dots as underscores.
-    ``overrides`` are command-line values by property name.
+    ``overrides`` are command-line values by property name, and ``flags`` the
+    option that gave each (``Settings.provenance`` names it; ``"flag"`` alone
+    without one).
 
     ``snapshot.collection.filter.overrides.<database>.<collection>`` keys are
     accepted from every source; their value is a query document as JSON text
@@ -116,6 +125,7 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
     merged: dict[str, _Raw] = {}
     for layer in layers:
         merged.update((name, raw) for name, raw in layer.items() if raw.value is not None)
+    provenance = _provenance(config_file, env_layer, overrides, merged, flags or {})
 
     values: dict[str, object] = {}
     for name, prop in PROPERTIES.items():
@@ -156,9 +166,28 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
         raise config_error(problems)
     attributes: dict[str, Any] = {PROPERTIES[name].attr: value for name, value in values.items()}
     attributes.update(clients)
-    settings = Settings(**attributes, snapshot_filter_overrides=filters, ignored=report.ignored)
+    settings = Settings(**attributes, snapshot_filter_overrides=filters, ignored=report.ignored, provenance=provenance)
     report.log()
     return settings
+
+
+def _provenance(
+    config_file: Path | None,
+    env_layer: Mapping[str, _Raw],
+    overrides: Mapping[str, object],
+    merged: Mapping[str, _Raw],
+    flags: Mapping[str, str],
+) -> dict[str, Provenance]:
+    """Where each set value came from: the highest source that set it (unset ones are ``DEFAULT``)."""
+    provenance: dict[str, Provenance] = {}
+    for name in merged:
+        if overrides.get(name) is not None:
+            provenance[name] = Provenance("flag", flags.get(name))
+        elif name in env_layer and env_layer[name].value is not None:
+            provenance[name] = Provenance("env", env_var_for(name))
+        else:
+            provenance[name] = Provenance("file", str(config_file))
+    return provenance
 
 
 def parse_offsets_spec(spec: str) -> dict[str, str]:

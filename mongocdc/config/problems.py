@@ -7,6 +7,7 @@ several properties; ``config_error`` lists them all.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from mongocdc.config.properties import Property, database_name_problem, namespace_problem
@@ -30,7 +31,9 @@ def describe_invalid(name: str, value: object, reason: str, origin: str | None, 
     """``name: invalid value 'v' from <origin>: <reason>`` with the value redacted when it is a secret."""
     shown = redact_value(name, value, secret=secret)
     source = f" from {origin}" if origin else ""
-    return f"{name}: invalid value {shown!r}{source}: {reason}"
+    # a string quoted; a list, mapping, number or boolean as YAML/JSON writes it ([1, 2], true), not Python's repr
+    text = repr(shown) if isinstance(shown, str) else json.dumps(shown, default=str, ensure_ascii=False)
+    return f"{name}: invalid value {text}{source}: {reason}"
 
 
 def consistency_problems(values: Mapping[str, object]) -> list[str]:

@@ -52,6 +52,8 @@ from mongocdc.config.properties import (
     namespace_problem,
     setting,
 )
+from mongocdc.config.provenance import DEFAULT as DEFAULT_SOURCE
+from mongocdc.config.provenance import Provenance
 from mongocdc.config.queries import (
     FILTER_OVERRIDE_PREFIX,
     check_cursor_pipeline,
@@ -863,6 +865,8 @@ class Settings:
     ``snapshot.collection.filter.overrides.<database>.<collection>`` properties."""
     ignored: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
     """Keys of the config file accepted without effect (Kafka Connect's or Debezium's), with the reason."""
+    provenance: Mapping[str, Provenance] = dataclasses.field(default_factory=dict, compare=False)
+    """Where each set property (and ``kafka.*`` key) came from, by name; ``source_of`` answers for any."""
     _filters: NamespaceFilter = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -879,6 +883,7 @@ class Settings:
             object.__setattr__(self, attr, FrozenMapping(side))
         object.__setattr__(self, "snapshot_filter_overrides", FrozenMapping(dict(self.snapshot_filter_overrides)))
         object.__setattr__(self, "ignored", FrozenMapping(dict(self.ignored)))
+        object.__setattr__(self, "provenance", dict(self.provenance))  # a copy; picklable, unlike a proxy
         problems = [
             problem
             for prop in PROPERTIES.values()
@@ -960,6 +965,10 @@ class Settings:
         for namespace, text in self.snapshot_filter_overrides.items():
             shown[FILTER_OVERRIDE_PREFIX + namespace] = text
         return dict(sorted(shown.items()))
+
+    def source_of(self, name: str) -> Provenance:
+        """Where the value of property (or ``kafka.*`` key) ``name`` came from: file, env, flag or default."""
+        return self.provenance.get(name, DEFAULT_SOURCE)
 
     def snapshot_filter(self, db: str, coll: str) -> dict[str, Any] | None:
         """The query document a snapshot of ``db.coll`` reads with, or ``None`` to read every document.

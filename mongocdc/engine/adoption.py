@@ -49,7 +49,7 @@ import bson
 from bson import json_util
 
 from mongocdc.engine.incremental import IncrementalSnapshotState
-from mongocdc.engine.source_offset import SourceOffset, encode_token
+from mongocdc.engine.source_offset import SourceOffset, as_json, encode_token
 from mongocdc.errors import ConfigError, UsageError
 from mongocdc.events.java import java_hashmap, java_hashmap_order
 from mongocdc.events.position import Position, token_cluster_time
@@ -113,7 +113,7 @@ def _bad(message: str) -> UsageError:
 def parse_debezium_token(value: Any) -> bytes:
     """The BSON of Debezium's ``resume_token``: Base64 of the token's BSON (2.x+), or 1.x's ``_data`` hex."""
     if not isinstance(value, str) or not value:
-        raise _bad(f"'resume_token' is not a string: {value!r}")
+        raise _bad(f"'resume_token' is not a string: {as_json(value)}")
     document: dict[str, Any] | None = None
     try:
         raw = base64.b64decode(value, validate=True)
@@ -134,11 +134,11 @@ def parse_debezium_token(value: Any) -> bytes:
 def _int(offset: Mapping[str, Any], name: str, default: int | None = None) -> int:
     value = offset.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise _bad(f"{name!r} is not an integer: {value!r}")
+        raise _bad(f"{name!r} is not an integer: {as_json(value)}")
     try:
         return int(value)
     except ValueError:
-        raise _bad(f"{name!r} is not an integer: {value!r}") from None
+        raise _bad(f"{name!r} is not an integer: {as_json(value)}") from None
 
 
 def from_debezium(offset: Mapping[str, Any], *, new_snapshot_id: str = "debezium-incremental") -> Translated:
@@ -239,7 +239,7 @@ def _incremental_from_debezium(text: Any, correlation_id: Any, new_id: str) -> I
             except Exception as exc:  # json_util raises ValueError, TypeError or bson errors
                 raise _bad(f"the incremental snapshot filter of {ns} is not a JSON document: {exc}") from None
             if not isinstance(parsed, dict):
-                raise _bad(f"the incremental snapshot filter of {ns} is not a JSON document: {condition!r}")
+                raise _bad(f"the incremental snapshot filter of {ns} is not a JSON document: {as_json(condition)}")
             conditions[ns] = parsed
     if not namespaces:
         return None

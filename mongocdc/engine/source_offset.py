@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
@@ -51,6 +52,11 @@ TRANSACTION: Final = "transaction"
 
 
 _new = tuple.__new__
+
+
+def as_json(value: object) -> str:
+    """A stored value as an error message shows it: as JSON, the form it is stored in (not Python's repr)."""
+    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 def encode_token(token: bytes | None) -> str | None:
@@ -136,12 +142,12 @@ class SourceOffset(NamedTuple):
     @classmethod
     def _read(cls, record: Mapping[str, Any], *, drop_unreadable_incremental: bool) -> SourceOffset:
         if not isinstance(record, Mapping):
-            raise ValueError(f"an offset record is a JSON object, got {record!r}")
+            raise ValueError(f"an offset record is a JSON object, got {as_json(record)}")
         try:
             sec = int(record[SEC])
             ord_ = int(record[ORD])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"offset record needs integer 'sec' and 'ord', got {dict(record)!r}") from exc
+            raise ValueError(f"offset record needs integer 'sec' and 'ord', got {as_json(dict(record))}") from exc
         raw_token = record.get(RESUME_TOKEN)
         position = Position(sec, ord_, decode_token(str(raw_token)) if raw_token else None)
         snapshot = None
@@ -149,14 +155,14 @@ class SourceOffset(NamedTuple):
             progress = record.get(SNAPSHOT)
             progress = {} if progress is None else progress
             if not isinstance(progress, Mapping):
-                raise ValueError(f"offset 'snapshot' is not an object: {progress!r}")
+                raise ValueError(f"offset 'snapshot' is not an object: {as_json(progress)}")
             snapshot = SnapshotState.from_offset(progress)
         incremental = None
         raw_incremental = record.get(INCREMENTAL)
         if raw_incremental:
             try:
                 if not isinstance(raw_incremental, Mapping):
-                    raise ValueError(f"incremental snapshot offset is not an object: {raw_incremental!r}")
+                    raise ValueError(f"incremental snapshot offset is not an object: {as_json(raw_incremental)}")
                 incremental = IncrementalSnapshotState.from_offset(raw_incremental)
             except ValueError as exc:
                 if not drop_unreadable_incremental:
@@ -167,7 +173,7 @@ class SourceOffset(NamedTuple):
         completed = record.get(INCREMENTAL_COMPLETED)
         raw_transaction = record.get(TRANSACTION)
         if raw_transaction is not None and not isinstance(raw_transaction, Mapping):
-            raise ValueError(f"transaction state is not an object: {raw_transaction!r}")
+            raise ValueError(f"transaction state is not an object: {as_json(raw_transaction)}")
         return cls(
             position,
             snapshot=snapshot,

@@ -195,13 +195,22 @@ class StreamingTask:
                 self.options.connector,
                 self.options.partition,
             )
-        else:
+        elif start.resume_token is None:
             log.info(
-                "resuming %s/%s after sec=%d ord=%d",
+                "starting %s/%s at sec=%d ord=%d (no resume token)",
                 self.options.connector,
                 self.options.partition,
                 start.sec,
                 start.ord,
+            )
+        else:
+            log.info(
+                "resuming %s/%s after sec=%d ord=%d, resume token %s",
+                self.options.connector,
+                self.options.partition,
+                start.sec,
+                start.ord,
+                start.describe_token(),
             )
         self.source.open(start)
         self.metrics.set_connected(self.options.partition, True)

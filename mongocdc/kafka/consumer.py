@@ -172,8 +172,8 @@ class KafkaConsumer(KafkaClient):
                     self.check()
                     if time.monotonic() - last_progress > idle_timeout_s:
                         raise self.endpoint.unreachable(
-                            f"reading {topic} got nothing for {idle_timeout_s:.0f} s (partitions {sorted(pending)} "
-                            "unfinished)"
+                            f"reading {topic} got nothing for {idle_timeout_s:.0f} s (partitions "
+                            f"{', '.join(map(str, sorted(pending)))} unfinished)"
                         )
                     continue
                 last_progress = time.monotonic()

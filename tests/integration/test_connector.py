@@ -234,6 +234,11 @@ def test_heartbeats_and_prometheus_metrics(tmp_path: Path, mongo_uri: str, kafka
     assert all(re.fullmatch(rb'\{"ts_ms":\d+\}', m.value()) for m in heartbeats)
     status = [json.loads(line) for line in stream.stdout_lines if line.startswith("{")]
     assert any("metrics" in s for s in status)
+    # JSON lines, each an object with its status: the status lines, the initial snapshot's summary, the stop
+    assert len(status) == len([line for line in stream.stdout_lines if line.strip()])
+    assert {s["status"] for s in status[:-2]} == {"streaming"}
+    assert status[-2]["status"] == "snapshot" and status[-2]["completed"] is True
+    assert status[-1]["status"] == "stopped"
 
 
 def test_per_shard_streams_share_topics_keep_offsets_per_replica_set_and_follow_shards_joining_and_leaving(

@@ -271,9 +271,11 @@ def test_debezium_to_mongocdc_and_back(tmp_path: Path, mongo_uri: str, kafka_boo
     # 4. Debezium takes the position back
     handed = run.mongocdc("export", "--to-kafka-connect", "--connect-offsets-topic", connect.offsets_topic)
     mine = run.stored()
-    assert handed["after"]["resume_token"] == mine["resume_token"]
+    assert handed["after"]["resume_token"] == bson.decode(base64.b64decode(mine["resume_token"]))["_data"]  # hex
     assert handed["debezium"]["key"] == debezium_key(name, prefix).decode()
-    assert connect.connector_offsets(name) == [{"partition": {"server_id": prefix}, "offset": handed["after"]}]
+    (written_offset,) = handed["rest"]["body"]["offsets"]  # what Connect stores: the token as Base64 of BSON
+    assert written_offset["offset"]["resume_token"] == mine["resume_token"]
+    assert connect.connector_offsets(name) == [{"partition": {"server_id": prefix}, "offset": written_offset["offset"]}]
     # in the offsets topic: Debezium's record and ours, same key bytes, same partition, the same serialisation
     key = debezium_key(name, prefix)
     written = [m for m in read_topic(kafka_bootstrap, connect.offsets_topic, timeout=30) if m.key() == key]

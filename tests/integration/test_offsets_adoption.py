@@ -32,8 +32,10 @@ from tests.integration.helpers import read_topic, run_cli
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 25
-TOKEN = base64.b64encode(bson.encode({"_data": "8269A1B2C3000000032B042C0100296E5A1004"})).decode()
-LATER = base64.b64encode(bson.encode({"_data": "8269A1B2D0000000012B042C0100296E5A1004"})).decode()
+TOKEN_DATA = "8269A1B2C3000000032B042C0100296E5A1004"
+LATER_DATA = "8269A1B2D0000000012B042C0100296E5A1004"
+TOKEN = base64.b64encode(bson.encode({"_data": TOKEN_DATA})).decode()  # as Debezium stores it
+LATER = base64.b64encode(bson.encode({"_data": LATER_DATA})).decode()
 
 
 def create_offsets_topic(bootstrap: str, partitions: int = PARTITIONS) -> str:
@@ -111,7 +113,9 @@ def test_import_takes_the_newest_record_of_debeziums_key(
     result = adopt(tmp_path, kafka_bootstrap, "import", *common, "--yes", "-o", "json")
     assert result.returncode == 0, result.stderr
     done = json.loads(result.stdout)
-    assert done[0]["debezium"]["offset"] == {"sec": -1, "ord": -1, "resume_token": LATER}
+    # shown with the token's `_data` hex string; stored in Debezium's form
+    assert done[0]["debezium"]["offset"] == {"sec": -1, "ord": -1, "resume_token": LATER_DATA}
+    assert done[0]["after"] == {"sec": 0x69A1B2D0, "ord": 1, "resume_token": LATER_DATA}
     assert done[0]["debezium"]["read_from"].startswith(f"{offsets_topic}[{default_partition(key, PARTITIONS)}]@")
     assert stored(tmp_path) == {"rs0": {"sec": 0x69A1B2D0, "ord": 1, "resume_token": LATER}}
 
@@ -157,7 +161,11 @@ def test_export_writes_debeziums_bytes_to_connects_partition(
     result = adopt(tmp_path, kafka_bootstrap, "export", *common, "--yes", "-o", "json")
     assert result.returncode == 0, result.stderr
     done = json.loads(result.stdout)[0]
-    assert done["before"] == {"sec": -1, "ord": -1, "resume_token": TOKEN}
+    assert done["before"] == {"sec": -1, "ord": -1, "resume_token": TOKEN_DATA}  # shown as hex
+    assert done["after"]["resume_token"] == LATER_DATA
+    # the REST request and the written value are what Kafka Connect takes: Debezium's stored form
+    assert done["rest"]["body"]["offsets"][0]["offset"]["resume_token"] == LATER
+    assert json.loads(done["debezium"]["value"])["resume_token"] == LATER
     records = read_topic(kafka_bootstrap, offsets_topic, timeout=30)
     assert [(m.partition(), m.key(), m.value()) for m in records] == [
         (partition, key, value({"sec": -1, "ord": -1, "resume_token": TOKEN})),

@@ -121,7 +121,7 @@ def test_config_show_redacts_secrets_and_honours_precedence(
     assert run(["--config", str(config), "config", "show", "--output", "json", "--name", "fromflag"]) == 0
     out = capsys.readouterr().out
     assert "s3cret" not in out and "kafkapw" not in out
-    shown = json.loads(out)
+    shown = {name: entry["value"] for name, entry in json.loads(out).items()}
     assert shown["mongodb.connection.string"].startswith("mongodb://app:")
     assert shown["topic.prefix"] == "fromenv"
     assert shown["name"] == "fromflag"
@@ -365,7 +365,7 @@ def test_log_level_takes_any_case_and_warn(tmp_path: Path, level: str, warned: b
 def test_bootstrap_servers_is_also_spelt_as_kafkas_tools_spell_it(tmp_path: Path, spelling: str) -> None:
     done = mongocdc("config", "show", "--topic-prefix", "app", spelling, "k1:9092", "-o", "json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["kafka.bootstrap.servers"] == "k1:9092"
+    assert json.loads(done.stdout)["kafka.bootstrap.servers"]["value"] == "k1:9092"
 
 
 @pytest.mark.parametrize("flag", ["--version", "-V"])

@@ -63,7 +63,7 @@ def test_config_show_of_a_properties_file(tmp_path: Path, capsys: pytest.Capture
     path = write(tmp_path, "inventory.properties", PROPERTIES)
     assert run(["config", "show", "--config", str(path), "-o", "json"]) == ExitCode.OK
     captured = capsys.readouterr()
-    shown = json.loads(captured.out)
+    shown = {name: entry["value"] for name, entry in json.loads(captured.out).items()}
     assert shown["name"] == "inventory-connector"
     assert shown["topic.prefix"] == "fullfillment"
     assert shown["mongodb.user"] == "debezium"
@@ -78,7 +78,11 @@ def test_the_command_option_wins_over_the_global_one(tmp_path: Path, capsys: pyt
     global_file = write(tmp_path, "global.yaml", "name: from-global\n")
     command_file = write(tmp_path, "command.json", '{"name": "from-command"}')
     assert run(["-c", str(global_file), "config", "show", "-c", str(command_file), "-o", "json"]) == ExitCode.OK
-    assert json.loads(capsys.readouterr().out)["name"] == "from-command"
+    assert json.loads(capsys.readouterr().out)["name"] == {
+        "value": "from-command",
+        "source": "file",
+        "path": str(command_file),
+    }
 
 
 def test_every_command_that_reads_the_configuration_takes_c() -> None:

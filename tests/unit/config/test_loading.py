@@ -219,7 +219,7 @@ def test_kafka_values_from_yaml_become_strings(tmp_path: Path) -> None:
 def test_kafka_values_must_be_scalars(tmp_path: Path) -> None:
     config = write(tmp_path, "kafka.sasl.mechanisms: [PLAIN, SCRAM]\n")
     message = config_error(config)
-    assert "kafka.sasl.mechanisms: invalid value ['PLAIN', 'SCRAM']" in message
+    assert 'kafka.sasl.mechanisms: invalid value ["PLAIN", "SCRAM"]' in message  # as YAML/JSON writes it
     assert "expected a string, number or boolean" in message
 
 
@@ -500,3 +500,33 @@ def test_a_bad_list_does_not_add_noise_about_filter_env_vars() -> None:
 def test_unknown_keys_near_the_filter_prefix_are_still_unknown(tmp_path: Path) -> None:
     message = config_error(write(tmp_path, "snapshot.collection.filter.override: x\n"))
     assert "unknown property 'snapshot.collection.filter.override'" in message
+
+
+# --- provenance -----------------------------------------------------------------
+
+
+def test_each_value_remembers_the_source_that_won(tmp_path: Path) -> None:
+    from mongocdc.config.provenance import Provenance
+
+    config = write(
+        tmp_path,
+        "topic.prefix: shop\nname: file\nsnapshot.collection.filter.overrides: inv.orders\n",
+    )
+    env = {
+        "MONGOCDC_NAME": "env",
+        "MONGOCDC_SNAPSHOT_COLLECTION_FILTER_OVERRIDES_INV_ORDERS": '{"a": 1}',
+        "MONGOCDC_KAFKA_LINGER_MS": "5",
+    }
+    settings = load_settings(config, env, {"name": "flag", "max.batch.size": 7}, flags={"name": "--name"})
+    assert settings.source_of("topic.prefix") == Provenance("file", str(config))
+    assert settings.source_of("name") == Provenance("flag", "--name")  # flags > env > file
+    assert settings.source_of("max.batch.size") == Provenance("flag")  # no option named: "flag" alone
+    assert settings.source_of("kafka.linger.ms") == Provenance("env", "MONGOCDC_KAFKA_LINGER_MS")
+    variable = "MONGOCDC_SNAPSHOT_COLLECTION_FILTER_OVERRIDES_INV_ORDERS"
+    assert settings.source_of("snapshot.collection.filter.overrides.inv.orders") == Provenance("env", variable)
+    assert settings.source_of("snapshot.mode") == Provenance("default")
+    assert (Provenance("flag").describe(), Provenance("env", "X").to_dict()) == (
+        "flag",
+        {"source": "env", "variable": "X"},
+    )
+    assert settings == load_settings(None, {}, settings.as_properties(redact=False))  # provenance is not compared

@@ -292,3 +292,30 @@ def test_transaction_metadata_flows_through_the_loop_and_survives_a_restart(tmp_
         (r["status"], r["id"], r["event_count"]) for r in whole
     ]
     assert [b["total_order"] for b in summary([first, second])[1]] == [b["total_order"] for b in blocks]
+
+
+def test_a_resumed_stream_logs_its_whole_resume_token_as_hex(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The `_data` string MongoDB shows in a change event's `_id` (and Debezium logs), not the stored Base64."""
+    import logging
+
+    from mongocdc.events.position import Position
+
+    data = "8263A1B2C3000000012B022C0100296E5A1004" + "AB" * 40  # longer than any table would shorten
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    stored = {"rs0": Position(1005, 1, Position.token_bytes({"_data": data})), "rs1": Position(1006, 2)}
+    for partition, position in stored.items():
+        store.commit("c1", partition, SourceOffset(position).to_record())
+        stop = threading.Event()
+        stop.set()
+        with caplog.at_level(logging.INFO, logger="mongocdc.engine"):
+            StreamingTask(
+                ScriptedSource([], stop, start=position),
+                RecordingSink(),
+                store,
+                EnvelopeCodec("app"),
+                StreamOptions("c1", partition),
+                stop=stop,
+            ).run()
+    messages = [r.getMessage() for r in caplog.records]
+    assert f"resuming c1/rs0 after sec=1005 ord=1, resume token {data}" in messages
+    assert "starting c1/rs1 at sec=1006 ord=2 (no resume token)" in messages

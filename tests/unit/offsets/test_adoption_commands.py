@@ -19,7 +19,8 @@ from mongocdc.errors import ExitCode
 from mongocdc.offsets.connect import decode_offsets_file, write_offsets_file
 from mongocdc.offsets.sqlite import SqliteOffsetStore
 
-TOKEN = base64.b64encode(bson.encode({"_data": "8269A1B2C3000000032B042C0100296E5A1004"})).decode()
+DATA = "8269A1B2C3000000032B042C0100296E5A1004"
+TOKEN = base64.b64encode(bson.encode({"_data": DATA})).decode()  # stored as Debezium stores it
 KEY = debezium_key("dbz", "app")
 
 
@@ -89,8 +90,10 @@ def test_import_then_export_round_trips_through_the_file(
     assert importing(tmp_path, connect_file, "--yes", "-o", "json") == ExitCode.OK
     done = json.loads(capsys.readouterr().out)
     after = {"sec": 0x69A1B2C3, "ord": 3, "resume_token": TOKEN}
-    assert [(d["partition"], d["action"], d["before"], d["after"]) for d in done] == [("rs0", "imported", None, after)]
+    shown = {**after, "resume_token": DATA}  # the output shows the token's `_data` hex string
+    assert [(d["partition"], d["action"], d["before"], d["after"]) for d in done] == [("rs0", "imported", None, shown)]
     assert done[0]["debezium"]["read_from"] == str(connect_file)
+    assert done[0]["debezium"]["offset"]["resume_token"] == DATA
     assert stored(tmp_path) == {("app", "rs0"): after}
 
     assert exporting(tmp_path, connect_file, "--yes", "-o", "json") == ExitCode.OK

@@ -171,8 +171,9 @@ def test_set_takes_sec_and_ord_from_the_token_and_stores_its_document(
     assert offsets_cli(db, "set", "--resume-token", TOKEN, "-p", "rs1", "--yes", "-o", "json") == ExitCode.OK
     (done,) = json.loads(capsys.readouterr().out)
     assert done["action"] == "set" and done["before"]["initsync"] is True
-    expected = {"sec": TOKEN_SEC, "ord": TOKEN_ORD, "resume_token": _b64({"_data": TOKEN})}
-    assert done["after"] == expected and stored(db)[("app", "rs1")] == expected
+    expected = {"sec": TOKEN_SEC, "ord": TOKEN_ORD, "resume_token": _b64({"_data": TOKEN})}  # Debezium's form
+    assert stored(db)[("app", "rs1")] == expected
+    assert done["after"] == {**expected, "resume_token": TOKEN}  # shown as the `_data` hex string
     # a token too short to hold a whole cluster time keeps the stored sec and ord
     assert offsets_cli(db, "set", "--resume-token", TOKEN[:10], "-p", "rs0", "--yes") == ExitCode.OK
     assert stored(db)[("app", "rs0")] == {"sec": 1769860800, "ord": 3, "resume_token": _b64({"_data": TOKEN[:10]})}
@@ -280,3 +281,77 @@ def test_an_offsets_path_under_a_regular_file_exits_3_naming_it(
     err = capsys.readouterr().err
     assert f"error: cannot create the offset store {path}: {tmp_path / 'state'} is a file, not a directory" in err
     assert "File exists" not in err and "hint: check offset.storage.file.filename" in err
+
+
+# --- how tokens are shown ---------------------------------------------------------------------
+
+LONG_TOKEN = TOKEN + "0A" * 60  # real tokens (with a document key) run past 100 hex digits
+
+
+def test_tables_and_json_show_the_whole_resume_token_as_its_data_hex_string(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whole, as MongoDB and Debezium's logs show it: the stored Base64 of BSON is for the store only."""
+    from tests.unit.cli.test_cli import mongocdc
+
+    assert offsets_cli(db, "set", "--resume-token", LONG_TOKEN, "-p", "rs0", "--yes") == ExitCode.OK
+    table = capsys.readouterr().out
+    assert table.count(LONG_TOKEN) == 1 and "…" not in table  # the after column; the table never shortens it
+    assert stored(db)[("app", "rs0")]["resume_token"] == _b64({"_data": LONG_TOKEN})  # stored as Debezium does
+    store = ["--offsets", f"sqlite:{db}", "--name", "app"]
+    shown = mongocdc("offsets", "show", *store, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    (row,) = [line for line in shown.stdout.splitlines() if "rs0" in line]
+    assert LONG_TOKEN in row and "…" not in shown.stdout
+    as_json = mongocdc("offsets", "show", *store, "-o", "json", cwd=tmp_path)
+    assert [r["resume_token"] for r in json.loads(as_json.stdout)] == [LONG_TOKEN, None]
+    # what `offsets show` prints is what `offsets set` takes: a position moves between stores as it is shown
+    other = tmp_path / "other.db"
+    moved = mongocdc(
+        "offsets",
+        "set",
+        "--resume-token",
+        LONG_TOKEN,
+        "-p",
+        "rs0",
+        "--offsets",
+        f"sqlite:{other}",
+        "--name",
+        "app",
+        "--yes",
+        "-o",
+        "json",
+        cwd=tmp_path,
+    )
+    assert moved.returncode == 0, moved.stderr
+    (change,) = json.loads(moved.stdout)
+    assert change["before"] is None and change["after"]["resume_token"] == LONG_TOKEN
+    assert stored(other)[("app", "rs0")] == stored(db)[("app", "rs0")]
+
+
+def test_reset_shows_the_deleted_token_as_hex_and_an_unreadable_one_as_stored(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = SqliteOffsetStore(db)
+    store.commit("app", "rs1", {"sec": 1, "ord": 0, "resume_token": "not base64 of BSON"})
+    store.close()
+    assert offsets_cli(db, "reset", "--yes", "-o", "json") == ExitCode.OK
+    done = {c["partition"]: c["before"]["resume_token"] for c in json.loads(capsys.readouterr().out)}
+    assert done == {"rs0": "82AA", "rs1": "not base64 of BSON"}
+
+
+def test_a_token_with_type_bits_is_shown_whole_as_extended_json_and_taken_back(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`_data` alone would drop `_typeBits` (a document key with doubles): such a token is shown as its document."""
+    from bson.binary import Binary
+
+    token = {"_data": TOKEN, "_typeBits": Binary(b"@")}
+    store = SqliteOffsetStore(db)
+    store.commit("app", "rs0", {"sec": 1, "ord": 1, "resume_token": _b64(token)})
+    store.close()
+    assert offsets_cli(db, "show", "-o", "json") == ExitCode.OK
+    shown = json.loads(capsys.readouterr().out)[0]["resume_token"]
+    assert json.loads(shown) == {"_data": TOKEN, "_typeBits": {"$binary": {"base64": "QA==", "subType": "00"}}}
+    assert offsets_cli(db, "set", "--resume-token", shown, "-p", "rs1", "--yes") == ExitCode.OK
+    assert stored(db)[("app", "rs1")]["resume_token"] == _b64(token)
