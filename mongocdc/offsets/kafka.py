@@ -192,6 +192,12 @@ class KafkaOffsetStore:
             self._topic_exists = True
             self._ready = True
 
+    @property
+    def exists(self) -> bool:
+        """Whether the offset topic exists (known once connected; a reader does not create it)."""
+        self._ensure_ready()
+        return self._topic_exists
+
     def _ensure_ready(self) -> None:
         if not self._ready:
             self.connect()

@@ -114,7 +114,7 @@ def test_dry_runs_write_nothing_and_need_no_confirmation(
     before = connect_file.read_bytes()
     assert importing(tmp_path, connect_file, "--dry-run", "-o", "json") == ExitCode.OK
     assert json.loads(capsys.readouterr().out)[0]["action"] == "would import"
-    assert stored(tmp_path) == {}
+    assert not (tmp_path / "offsets.db").exists()  # a dry run does not even create the store
     store = SqliteOffsetStore(tmp_path / "offsets.db")
     store.commit("app", "rs0", {"sec": 5, "ord": 1, "resume_token": TOKEN, "initsync": True, "snapshot": {}})
     store.close()
@@ -186,6 +186,11 @@ def test_a_value_that_is_not_an_offset(tmp_path: Path, capsys: pytest.CaptureFix
 def test_export_needs_one_stored_partition(
     tmp_path: Path, connect_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert exporting(tmp_path, connect_file, "--yes") == ExitCode.CONFIG  # no store at all: it is not created
+    assert f"the offset store {tmp_path / 'offsets.db'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "offsets.db").exists()
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    store.close()
     assert exporting(tmp_path, connect_file, "--yes") == ExitCode.USAGE
     assert "has no stored offsets" in capsys.readouterr().err
     store = SqliteOffsetStore(tmp_path / "offsets.db")
