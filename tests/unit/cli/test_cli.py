@@ -293,7 +293,11 @@ def test_json_logs_are_json_lines_with_credentials_redacted(capsys: pytest.Captu
     assert retry["level"] == "warning" and retry["logger"].startswith("mongocdc")
     assert "T" in retry["ts"] and retry["ts"].endswith("+00:00")
     assert all("topsecret" not in line for line in lines)
-    assert lines[-2].startswith("error: MongoDB at 127.0.0.1:9 is unreachable")
+    assert all(line.startswith("{") for line in lines)  # the final error too: one JSON record, hint and code in it
+    final = json.loads(lines[-1])
+    assert final["level"] == "error" and final["exit_code"] == ExitCode.UNREACHABLE
+    assert final["message"].startswith("MongoDB at 127.0.0.1:9 is unreachable")
+    assert final["hint"]
 
 
 @pytest.mark.parametrize(
