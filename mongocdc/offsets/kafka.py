@@ -194,8 +194,9 @@ class KafkaOffsetStore:
 
     @property
     def exists(self) -> bool:
-        """Whether the offset topic exists (known once connected; a reader does not create it)."""
-        self._ensure_ready()
+        """Whether the offset topic exists (asking creates nothing: an unconnected store connects as a reader)."""
+        if not self._ready:
+            self.connect(create_topic=False)
         return self._topic_exists
 
     def _ensure_ready(self) -> None:
