@@ -386,6 +386,7 @@ def connect_location(
     file: Path | None,
 ) -> ConnectLocation:
     """The Connect offsets the operator named: ``--connect-offsets-file``, or the topic on the cluster."""
+    from mongocdc.config import check_librdkafka_key
     from mongocdc.offsets.connect import DEFAULT_TOPIC
 
     if file is not None and (topic is not None or bootstrap_servers is not None or options):
@@ -403,6 +404,7 @@ def connect_location(
                 f"--connect-kafka {option!r} is not KEY=VALUE",
                 hint="for example --connect-kafka security.protocol=SASL_SSL (a librdkafka property)",
             )
+        check_librdkafka_key("", key.strip(), "--connect-kafka")
         client[key.strip()] = value
     return ConnectLocation(client, topic or DEFAULT_TOPIC, file, settings.connect_timeout_ms / 1000)
 

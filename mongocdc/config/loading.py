@@ -147,8 +147,7 @@ def load_settings(config_file: Path | None, env: Mapping[str, str], overrides: M
         else:
             prefix = client_prefix(name) or KAFKA_PREFIX
             key = name[len(prefix) :]
-            if key not in librdkafka.PROPERTIES:
-                _warn_unknown_client_key(prefix, key, raw.origin)
+            check_librdkafka_key(prefix, key, raw.origin)
             clients[CLIENT_PREFIXES[prefix]][key] = text
 
     problems += consistency_problems(values)
@@ -357,8 +356,9 @@ _WARNED_CLIENT_KEYS: set[str] = set()
 """Unknown ``kafka.*`` keys already warned about in this process."""
 
 
-def _warn_unknown_client_key(prefix: str, key: str, origin: str) -> None:
-    """A pass-through key that is no property of librdkafka: one warning, with the closest property.
+def check_librdkafka_key(prefix: str, key: str, origin: str) -> None:
+    """Warn once when ``key`` (given as ``prefix + key`` by ``origin``) is no property of librdkafka,
+    naming the closest property.
 
     Not an error here, as a Kafka client's configuration that holds a key it does not know is no error
     for Kafka's Java clients (Debezium's): commands that make no Kafka client still run. The key is
@@ -366,7 +366,7 @@ def _warn_unknown_client_key(prefix: str, key: str, origin: str) -> None:
     newer one may know it; a librdkafka that does not refuses it when the client is made (exit 3).
     """
     name = prefix + key
-    if name in _WARNED_CLIENT_KEYS:
+    if key in librdkafka.PROPERTIES or name in _WARNED_CLIENT_KEYS:
         return
     _WARNED_CLIENT_KEYS.add(name)
     log.warning(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +244,20 @@ def test_export_says_which_other_offsets_of_the_connector_debezium_might_read(
     fresh = tmp_path / "fresh.offsets"
     assert exporting(tmp_path, fresh, "--yes") == ExitCode.OK
     assert "does not exist yet" in capsys.readouterr().err
+
+
+def test_a_connect_kafka_option_librdkafka_does_not_know_is_a_warning_with_the_closest_property(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mongocdc.cli.commands_offsets import connect_location
+    from mongocdc.config import load_settings, loading
+
+    monkeypatch.setattr(loading, "_WARNED_CLIENT_KEYS", set())
+    settings = load_settings(None, {}, {})
+    with caplog.at_level(logging.WARNING):
+        location = connect_location(settings, "k:9092", ["security.protocl=SSL", "linger.ms=5"], "t", None)
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(said) == 1, said
+    assert said[0].startswith("security.protocl (--connect-kafka) is not a librdkafka")
+    assert "did you mean 'security.protocol'?" in said[0]
+    assert location.client["security.protocl"] == "SSL"  # passed on: librdkafka decides
