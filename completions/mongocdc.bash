@@ -11,7 +11,7 @@ _mongocdc() {
         esac
     done
     case "$path" in
-        "") COMPREPLY=($(compgen -W "config discover failover offsets replicate signal snapshot spark stream topic version --config -c --log-level --log-format --traceback --version -V --help" -- "$cur")) ;;
+        "") COMPREPLY=($(compgen -W "config discover failover offsets replicate signal snapshot spark stream topic version --config -c --log-level --log-format --verbose -v --quiet -q --output -o --traceback --version -V --help" -- "$cur")) ;;
         "config") COMPREPLY=($(compgen -W "show validate --help" -- "$cur")) ;;
         "config show") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --bootstrap-server --offsets --name --config -c --help" -- "$cur")) ;;
         "config validate") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --bootstrap-server --offsets --name --config -c --help" -- "$cur")) ;;

@@ -80,12 +80,14 @@ def offset_store(settings: Settings, *, create: bool = True) -> OffsetStore:
 
     ``kafka``: the cluster must answer (retries with the ``connect.*`` backoff) and the topic
     ``offset.storage.topic`` is created compacted when absent (with ``create=False``: by the first
-    write, so a reader changes nothing), or refused when it is not compacted.
+    write, so a reader changes nothing), or refused when it is not compacted. ``sqlite``: the file
+    is created when absent (with ``create=False``: by the first write). ``store.exists`` says whether
+    a store opened with ``create=False`` was there.
     """
     if settings.offset_storage == "sqlite":
         from mongocdc.offsets.sqlite import SqliteOffsetStore
 
-        return SqliteOffsetStore(settings.offset_storage_file_filename)
+        return SqliteOffsetStore(settings.offset_storage_file_filename, create=create)
     if settings.offset_storage == "kafka":
         from mongocdc.offsets.kafka import KafkaOffsetStore
 

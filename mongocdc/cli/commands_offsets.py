@@ -280,6 +280,29 @@ def _store_location(settings: Settings) -> str:
     return f"{settings.offset_storage}:{settings.offset_storage_file_filename}"
 
 
+def missing_store(settings: Settings) -> ConfigError:
+    """The offset store the settings name does not exist: where it was looked for, and what to check.
+
+    The commands that read or edit offsets never create a store (a write creates it, as ``stream`` does):
+    a store looked for in the wrong place is said, not answered with an empty one.
+    """
+    if settings.offset_storage == "kafka":
+        servers = settings.kafka_client.get("bootstrap.servers")
+        return ConfigError(
+            f"the offset store kafka:{settings.offset_storage_topic} on {servers} does not exist (no such topic): "
+            "no connector has committed offsets there",
+            hint="check offset.storage.topic (or --offsets kafka:TOPIC) and kafka.bootstrap.servers; "
+            "`mongocdc stream` creates the topic at its first commit",
+        )
+    path = Path(settings.offset_storage_file_filename).absolute()
+    return ConfigError(
+        f"the offset store {path} does not exist: no connector has committed offsets there",
+        hint="check offset.storage.file.filename (or --offsets sqlite:PATH): a relative path in a config file is "
+        "relative to the file's directory; on the command line or in MONGOCDC_OFFSET_STORAGE_FILE_FILENAME, to the "
+        f"working directory ({Path.cwd()}); `mongocdc stream` creates the store at its first commit",
+    )
+
+
 def _require_yes_or_terminal(yes: bool) -> None:
     if not yes and not sys.stdin.isatty():
         raise UsageError(
@@ -375,6 +398,7 @@ def connect_location(
     file: Path | None,
 ) -> ConnectLocation:
     """The Connect offsets the operator named: ``--connect-offsets-file``, or the topic on the cluster."""
+    from mongocdc.config import check_librdkafka_key
     from mongocdc.offsets.connect import DEFAULT_TOPIC
 
     if file is not None and (topic is not None or bootstrap_servers is not None or options):
@@ -392,6 +416,7 @@ def connect_location(
                 f"--connect-kafka {option!r} is not KEY=VALUE",
                 hint="for example --connect-kafka security.protocol=SASL_SSL (a librdkafka property)",
             )
+        check_librdkafka_key("", key.strip(), "--connect-kafka")
         client[key.strip()] = value
     return ConnectLocation(client, topic or DEFAULT_TOPIC, file, settings.connect_timeout_ms / 1000)
 
@@ -538,6 +563,8 @@ def show(
     settings = state(ctx).settings()
     store = wiring.offset_store(settings, create=False)
     try:
+        if not store.exists:
+            raise missing_store(settings)
         everyone = store.records()
     finally:
         store.close()
@@ -601,8 +628,10 @@ def reset(
     _require_yes_or_terminal(yes)
     settings = state(ctx).settings()
     connector = settings.name
-    store = wiring.offset_store(settings)
+    store = wiring.offset_store(settings, create=False)
     try:
+        if not store.exists and seconds is None:  # nothing to delete (moving a partition creates the store)
+            raise missing_store(settings)
         stored = {r.partition: dict(r.offset) for r in store.records(connector)}
         if seconds is None:
             targets = [p for p in sorted(stored) if partition is None or p == partition]
@@ -655,7 +684,7 @@ def set_(
     _require_yes_or_terminal(yes)
     settings = state(ctx).settings()
     connector = settings.name
-    store = wiring.offset_store(settings)
+    store = wiring.offset_store(settings, create=False)
     try:
         stored = {r.partition: dict(r.offset) for r in store.records(connector)}
         if partition is None:
@@ -754,7 +783,7 @@ def import_(
         if not isinstance(adopted, str) and adopted.incremental is not None and not settings.signal_data_collection:
             notes.append("set signal.data.collection (as Debezium's) so mongocdc continues the incremental snapshot")
         translated.append((target, source, result.offset, notes))
-    store = wiring.offset_store(settings, create=not dry_run)
+    store = wiring.offset_store(settings, create=False)  # the first write creates it
     try:
         stored = {r.partition: dict(r.offset) for r in store.records(settings.name)}
         action = "would import" if dry_run else "imported"
@@ -843,6 +872,8 @@ def export(
     )
     store = wiring.offset_store(settings, create=False)
     try:
+        if not store.exists:
+            raise missing_store(settings)
         records = store.records(settings.name)
     finally:
         store.close()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mongocdc.cli import render
+from mongocdc.cli.commands_offsets import missing_store
 from mongocdc.cli.commands_signal import ChannelOpt, CollectionsOpt, FilterOpt
 from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.metrics_server import serve_metrics
@@ -43,7 +44,16 @@ def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeo
     store = wiring.offset_store(settings, create=False)
     try:
         records = store.records(settings.name)
-        if not records:
+        if not store.exists:
+            missing = missing_store(settings)
+            log.warning(
+                "%s: waiting for a `mongocdc stream` named %r to create it and take up the snapshot (--timeout to "
+                "stop waiting); %s",
+                missing.message,
+                settings.name,
+                missing.hint,
+            )
+        elif not records:
             log.warning(
                 "connector %r has no stored offsets in this store: waiting for a `mongocdc stream` of that name "
                 "to start and take up the snapshot (--timeout to stop waiting)",

@@ -17,7 +17,7 @@ import typer
 
 from mongocdc.cli import render
 from mongocdc.cli.options import OutputLinesOpt, OutputOpt, settings_flags
-from mongocdc.cli.state import LogLevel, Output, state
+from mongocdc.cli.state import LogFormat, LogLevel, Output, state
 from mongocdc.errors import UsageError
 from mongocdc.spark.options import (
     DEFAULT_CHECKPOINT,
@@ -278,6 +278,7 @@ def spark_run(
         submit=submit,
         requested_format=table_format,
         spark_log_level="INFO" if state(ctx).log_level is LogLevel.debug else "ERROR",
+        json_logs=state(ctx).log_format is LogFormat.json,
     )
     if dry_run:
         plan, spark_packages = launcher.prepare(plan)

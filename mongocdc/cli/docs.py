@@ -262,6 +262,8 @@ def json_shape(command: click.Command) -> str:
     """What the command's ``--output json`` prints, as its ``--help`` says: one document, JSON lines, or ``""``."""
     from mongocdc.cli.options import JSON_LINES, ONE_DOCUMENT
 
+    if isinstance(command, click.Group):  # the root's global -o only sets its commands' default
+        return ""
     for option in options_of(command):
         if "--output" in option.opts:
             text = option.help or ""

@@ -6,12 +6,14 @@ import logging
 import os
 import select
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 import click
 import typer
 import typer.core
+from click.core import ParameterSource
 
 from mongocdc import __version__
 from mongocdc.cli import (
@@ -24,7 +26,7 @@ from mongocdc.cli import (
     commands_spark,
     commands_stream,
 )
-from mongocdc.cli.state import LogFormat, LogLevel, State, configure_logging
+from mongocdc.cli.state import LogFormat, LogLevel, Output, log_formatter, state
 from mongocdc.config import redact_text
 from mongocdc.errors import ExitCode, MongocdcError
 
@@ -32,14 +34,21 @@ CONFIG_FREE_COMMANDS = frozenset({("version",), ("spark", "status")})
 """Commands that read no configuration, so they take no ``--config``."""
 
 CONFIG_HELP = "Configuration file: YAML, JSON (a Kafka Connect REST body too) or Java .properties."
+LOG_LEVEL_HELP = "Log verbosity (any case)."
+LOG_FORMAT_HELP = "Log line format on stderr; json also turns the final error: and hint: lines into JSON records."
+VERBOSE_HELP = "Log more: -v debug, -vv also the client libraries' debug lines (not with --log-level)."
+QUIET_HELP = "Log less: -q warnings and errors, -qq errors only (not with --log-level)."
+OUTPUT_HELP = "Output format of the command's result (the same as the command's own -o, which wins)."
+ROOT_HELP = (
+    "Change data capture from MongoDB into Kafka, Debezium-compatible.\n\n"
+    "The global options -c/--config, --log-level, --log-format, -v, -q and --traceback may also follow the "
+    "command (mongocdc offsets show -c connector.yaml -v), and -o/--output may also precede it."
+)
 
 
 def _remember_config(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
     if value is not None:
-        root = ctx.find_root()
-        if not isinstance(root.obj, State):
-            root.obj = State()
-        root.obj.config = value
+        state(ctx).config = value
     return value
 
 
@@ -54,37 +63,121 @@ def _config_option() -> click.Option:
     )
 
 
-class _Root(typer.core.TyperGroup):
-    """The root group: every command that reads the configuration also takes ``--config``/``-c`` itself.
+def _given(ctx: click.Context, param: click.Parameter) -> bool:
+    return param.name is not None and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
 
-    So ``mongocdc stream -c connector.json`` works as well as ``mongocdc -c connector.json stream``.
+
+def _logging_callback(key: str) -> Any:
+    """The callback of a logging option after a command's name: it joins the global ones (the last one counts)."""
+
+    def take(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if not value or not _given(ctx, param):
+            return
+        if key == "level":
+            value = LogLevel(str(value).lower())
+        elif key == "fmt":
+            value = LogFormat(value)
+        try:
+            state(ctx).set_logging(**{key: value})
+        except click.UsageError as error:
+            error.ctx = ctx
+            raise
+
+    return take
+
+
+def _logging_options() -> list[click.Option]:
+    """The global logging options, also accepted after a command's name (hidden from its help: the root's
+    help names them once)."""
+    return [
+        click.Option(
+            ["--log-level"],
+            type=click.Choice([level.value for level in LogLevel], case_sensitive=False),
+            expose_value=False,
+            hidden=True,
+            callback=_logging_callback("level"),
+            help=LOG_LEVEL_HELP,
+        ),
+        click.Option(
+            ["--log-format"],
+            type=click.Choice([fmt.value for fmt in LogFormat]),
+            expose_value=False,
+            hidden=True,
+            callback=_logging_callback("fmt"),
+            help=LOG_FORMAT_HELP,
+        ),
+        click.Option(
+            ["--verbose", "-v"],
+            count=True,
+            expose_value=False,
+            hidden=True,
+            callback=_logging_callback("verbose"),
+            help=VERBOSE_HELP,
+        ),
+        click.Option(
+            ["--quiet", "-q"],
+            count=True,
+            expose_value=False,
+            hidden=True,
+            callback=_logging_callback("quiet"),
+            help=QUIET_HELP,
+        ),
+        click.Option(
+            ["--traceback"],
+            is_flag=True,
+            expose_value=False,
+            hidden=True,
+            help="Show the full traceback of an error (for debugging).",
+        ),
+    ]
+
+
+class _Root(typer.core.TyperGroup):
+    """The root group: every command also takes the global options after its name.
+
+    So ``mongocdc stream -c connector.json -v`` works as well as ``mongocdc -c connector.json -v stream``
+    (``--config`` only for the commands that read the configuration). Typer's own "did you mean" for a
+    misspelt command is turned off: click's ``NoSuchCommand`` says it already, and it was said twice.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.suggest_commands = False
         for name, command in self.commands.items():
-            _add_config_option(command, (name,))
+            _add_global_options(command, (name,))
 
 
-def _add_config_option(command: click.Command, path: tuple[str, ...]) -> None:
+def _add_global_options(command: click.Command, path: tuple[str, ...]) -> None:
     if isinstance(command, click.Group):
+        if isinstance(command, typer.core.TyperGroup):
+            command.suggest_commands = False
         for name, sub in command.commands.items():
-            _add_config_option(sub, (*path, name))
+            _add_global_options(sub, (*path, name))
         return
-    if path in CONFIG_FREE_COMMANDS or any("--config" in getattr(p, "opts", ()) for p in command.params):
-        return
-    command.params.append(_config_option())
+    opts = {opt for p in command.params for opt in getattr(p, "opts", ())}
+    if path not in CONFIG_FREE_COMMANDS and "--config" not in opts:
+        command.params.append(_config_option())
+    command.params.extend(o for o in _logging_options() if not set(o.opts) & opts)
+
+
+def _output_defaults(command: click.Command, output: Output) -> dict[str, Any]:
+    """A ``default_map`` giving every command's ``--output`` the value of the global ``-o``."""
+    if isinstance(command, click.Group):
+        nested = {name: _output_defaults(sub, output) for name, sub in command.commands.items()}
+        return {name: value for name, value in nested.items() if value}
+    return {"output": output.value} if any(p.name == "output" for p in command.params) else {}
 
 
 app = typer.Typer(
     name="mongocdc",
     cls=_Root,
-    help="Change data capture from MongoDB into Kafka, Debezium-compatible.",
+    help=ROOT_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
+    suggest_commands=False,
 )
 
 
@@ -103,14 +196,21 @@ def global_options(
         typer.Option("--config", "-c", help=CONFIG_HELP, envvar="MONGOCDC_CONFIG"),
     ] = None,
     log_level: Annotated[
-        LogLevel,
+        LogLevel | None,
         typer.Option(
-            "--log-level", help="Log verbosity (any case).", envvar="MONGOCDC_LOG_LEVEL", case_sensitive=False
+            "--log-level",
+            help=f"{LOG_LEVEL_HELP} [default: info]",
+            envvar="MONGOCDC_LOG_LEVEL",
+            case_sensitive=False,
+            show_default=False,
         ),
-    ] = LogLevel.info,
+    ] = None,
     log_format: Annotated[
-        LogFormat, typer.Option("--log-format", help="Log line format on stderr.", envvar="MONGOCDC_LOG_FORMAT")
+        LogFormat, typer.Option("--log-format", help=LOG_FORMAT_HELP, envvar="MONGOCDC_LOG_FORMAT")
     ] = LogFormat.text,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help=VERBOSE_HELP, show_default=False)] = 0,
+    quiet: Annotated[int, typer.Option("--quiet", "-q", count=True, help=QUIET_HELP, show_default=False)] = 0,
+    output: Annotated[Output | None, typer.Option("--output", "-o", help=OUTPUT_HELP, show_default=False)] = None,
     traceback: Annotated[
         bool, typer.Option("--traceback", help="Show the full traceback of an error (for debugging).")
     ] = False,
@@ -122,8 +222,13 @@ def global_options(
     ] = False,
 ) -> None:
     """Change data capture from MongoDB into Kafka, Debezium-compatible."""
-    ctx.obj = State(config=config, log_level=log_level, log_format=log_format, traceback=traceback)
-    configure_logging(log_level, log_format)
+    current = state(ctx)  # a --config after the command may not have been read yet: keep the object
+    current.config = config
+    current.traceback = traceback
+    from_env = ctx.get_parameter_source("log_level") is ParameterSource.ENVIRONMENT
+    current.set_logging(level=log_level, level_from_env=from_env, verbose=verbose, quiet=quiet, fmt=log_format)
+    if output is not None:
+        ctx.default_map = {**(ctx.default_map or {}), **_output_defaults(ctx.command, output)}
 
 
 @app.command()
@@ -144,10 +249,40 @@ app.command()(commands_replicate.replicate)
 app.add_typer(commands_spark.spark_app, name="spark")
 
 
-def _print_error(error: MongocdcError) -> None:
-    sys.stderr.write(f"error: {redact_text(error.message)}\n")
-    if error.hint:
-        sys.stderr.write(f"hint: {redact_text(error.hint)}\n")
+def _report(message: str, hint: str | None, code: ExitCode, fmt: LogFormat) -> None:
+    """The final ``error:``/``hint:`` lines, or with ``--log-format json`` one JSON log record of level
+    ``error`` with ``message``, ``hint`` and ``exit_code`` (secrets redacted either way)."""
+    if fmt is LogFormat.json:
+        record = logging.LogRecord("mongocdc", logging.ERROR, __file__, 0, message, None, None)
+        record.hint = hint
+        record.exit_code = int(code)
+        sys.stderr.write(log_formatter(fmt).format(record) + "\n")
+        return
+    sys.stderr.write(f"error: {redact_text(message)}\n")
+    if hint:
+        sys.stderr.write(f"hint: {redact_text(hint)}\n")
+
+
+def _requested_log_format(argv: list[str], env: Mapping[str, str]) -> LogFormat:
+    """The ``--log-format`` of the command line (the last one, before or after the command), else of
+    ``MONGOCDC_LOG_FORMAT``: read before parsing, so that a usage error is reported in that format too."""
+    chosen = env.get("MONGOCDC_LOG_FORMAT", "")
+    for index, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--log-format" and index + 1 < len(argv):
+            chosen = argv[index + 1]
+        elif arg.startswith("--log-format="):
+            chosen = arg.partition("=")[2]
+    return LogFormat.json if chosen == LogFormat.json.value else LogFormat.text
+
+
+def _usage_hint(error: click.UsageError) -> str | None:
+    """What click prints under a usage error's message: where to read the usage."""
+    ctx = error.ctx
+    if ctx is None:
+        return None
+    return f"try '{ctx.command_path} --help' for help"
 
 
 def _wants_traceback(argv: list[str]) -> bool:
@@ -179,6 +314,13 @@ def _closed_pipe() -> int:
     return int(ExitCode.OK)
 
 
+def _interrupted(word: str, fmt: LogFormat) -> None:
+    if fmt is LogFormat.json:
+        _report(word, None, ExitCode.INTERRUPTED, fmt)
+    else:
+        sys.stderr.write(f"{word}\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app and exit with the documented code."""
     sys.exit(run(sys.argv[1:] if argv is None else argv))
@@ -187,28 +329,34 @@ def main(argv: list[str] | None = None) -> None:
 def run(argv: list[str]) -> int:
     """Run the command line and return its exit code (the README's exit-code table)."""
     show_traceback = _wants_traceback(argv)
+    fmt = _requested_log_format(argv, os.environ)
     try:
         result = app(args=argv, prog_name="mongocdc", standalone_mode=False)
         sys.stdout.flush()  # a closed pipe shows here when the output fitted in the buffer
     except MongocdcError as error:
         if show_traceback:
             raise
-        _print_error(error)
+        _report(error.message, error.hint, error.exit_code, fmt)
         return int(error.exit_code)
     except click.exceptions.Exit as exit_:
         return int(exit_.exit_code)
     except click.ClickException as error:
-        error.show()
-        return int(ExitCode.USAGE) if isinstance(error, click.UsageError) else int(ExitCode.UNEXPECTED)
+        code = ExitCode.USAGE if isinstance(error, click.UsageError) else ExitCode.UNEXPECTED
+        if fmt is LogFormat.json:
+            hint = _usage_hint(error) if isinstance(error, click.UsageError) else None
+            _report(error.format_message(), hint, code, fmt)
+        else:
+            error.show()
+        return int(code)
     except SystemExit:
         if _stdout_reader_gone():  # click turns a closed pipe into exit 1
             return _closed_pipe()
         raise
     except click.exceptions.Abort:
-        sys.stderr.write("aborted\n")
+        _interrupted("aborted", fmt)
         return int(ExitCode.INTERRUPTED)
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+        _interrupted("interrupted", fmt)
         return int(ExitCode.INTERRUPTED)
     except Exception as error:  # a bug: say so, and keep secrets out of the message
         if isinstance(error, BrokenPipeError) and _stdout_reader_gone():
@@ -216,9 +364,11 @@ def run(argv: list[str]) -> int:
         if show_traceback:
             raise
         logging.getLogger("mongocdc").debug("unexpected error", exc_info=True)
-        sys.stderr.write(
-            f"error: unexpected {type(error).__name__}: {redact_text(str(error))}\n"
-            "hint: this is a bug in mongocdc; run again with --traceback and report it\n"
+        _report(
+            f"unexpected {type(error).__name__}: {error}",
+            "this is a bug in mongocdc; run again with --traceback and report it",
+            ExitCode.UNEXPECTED,
+            fmt,
         )
         return int(ExitCode.UNEXPECTED)
     return int(result) if isinstance(result, int) else int(ExitCode.OK)

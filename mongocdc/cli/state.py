@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -37,18 +37,80 @@ class LogLevel(StrEnum):
     error = "error"
 
 
+LEVELS_BY_VERBOSITY: Final = {-2: LogLevel.error, -1: LogLevel.warning, 1: LogLevel.debug, 2: LogLevel.debug}
+"""``-qq``, ``-q``, ``-v``, ``-vv`` (more is ``-vv``): the default is ``info``; ``-vv`` also lets the client
+libraries' own debug lines through (pymongo, py4j, librdkafka's when ``kafka.debug`` asks for them)."""
+
+
 @dataclass
 class State:
     """What the global options and the command's settings flags said; kept on the Typer context."""
 
     config: Path | None = None
     log_level: LogLevel = LogLevel.info
+    """The level in effect: ``--log-level`` (or ``MONGOCDC_LOG_LEVEL``), else what ``-v``/``-q`` ask for."""
     log_format: LogFormat = LogFormat.text
     traceback: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
     """Property values given by the command's flags (``options.settings_flags``), by property name."""
     flags: dict[str, str] = field(default_factory=dict)
     """The option that gave each of ``overrides`` (``--topic-prefix``), by property name."""
+    level_option: LogLevel | None = None
+    """``--log-level`` as given on the command line (before or after the command; the last one counts)."""
+    level_env: LogLevel | None = None
+    """``MONGOCDC_LOG_LEVEL``: what the level is when the command line says nothing about it."""
+    verbosity: int = 0
+    """How many ``-v`` (positive) or ``-q`` (negative) the command line holds, before and after the command."""
+    verbosity_flags: set[str] = field(default_factory=set)
+    """Which of ``-v``/``-q`` were given (both at once is a usage error)."""
+
+    def set_logging(
+        self,
+        *,
+        level: LogLevel | None = None,
+        level_from_env: bool = False,
+        verbose: int = 0,
+        quiet: int = 0,
+        fmt: LogFormat | None = None,
+    ) -> None:
+        """Take logging options (from before or after the command) and configure logging with all of them.
+
+        ``--log-level`` with ``-v``/``-q``, or ``-v`` with ``-q``, is a usage error: each says how much to
+        log, and neither silently beats the other. ``-v``/``-q`` beat ``MONGOCDC_LOG_LEVEL``, as every
+        command-line option beats its environment variable.
+        """
+        if level is not None:
+            if level_from_env:
+                self.level_env = level
+            else:
+                self.level_option = level
+        if verbose:
+            self.verbosity_flags.add("-v")
+        if quiet:
+            self.verbosity_flags.add("-q")
+        self.verbosity += verbose - quiet
+        if fmt is not None:
+            self.log_format = fmt
+        if len(self.verbosity_flags) > 1:
+            raise click.UsageError("-v and -q both set how much is logged; give one of them")
+        if self.verbosity_flags and self.level_option is not None:
+            flag = next(iter(self.verbosity_flags))
+            raise click.UsageError(
+                f"--log-level and {flag} both set how much is logged; give one of them "
+                "(-v: debug, -vv: also the client libraries' debug lines, -q: warnings, -qq: errors only)"
+            )
+        libraries = False
+        if self.level_option is not None:
+            self.log_level = self.level_option
+        elif self.verbosity:
+            steps = max(-2, min(2, self.verbosity))
+            self.log_level = LEVELS_BY_VERBOSITY[steps]
+            libraries = steps == 2
+        elif self.level_env is not None:
+            self.log_level = self.level_env
+        else:
+            self.log_level = LogLevel.info
+        configure_logging(self.log_level, self.log_format, libraries=libraries)
 
     def settings(self) -> Settings:
         """Effective settings: flags > environment > config file > defaults."""
@@ -64,6 +126,10 @@ def state(ctx: click.Context) -> State:
     return obj
 
 
+_EXTRA_FIELDS: Final = ("hint", "exit_code")
+"""Fields a log record may carry besides its message (``logger.error(..., extra={"hint": …})``)."""
+
+
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -72,6 +138,10 @@ class _JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": redact_text(record.getMessage()),
         }
+        for key in _EXTRA_FIELDS:
+            value = record.__dict__.get(key)
+            if value is not None:
+                entry[key] = redact_text(value) if isinstance(value, str) else value
         if record.exc_info:
             entry["exc"] = redact_text(self.formatException(record.exc_info))
         return json.dumps(entry)
@@ -82,16 +152,28 @@ class _RedactingFormatter(logging.Formatter):
         return redact_text(super().format(record))
 
 
-def configure_logging(level: LogLevel, fmt: LogFormat) -> None:
-    """Logs go to stderr (data goes to stdout), credentials redacted."""
+def configure_logging(level: LogLevel, fmt: LogFormat, *, libraries: bool = False) -> None:
+    """Logs go to stderr (data goes to stdout), credentials redacted.
+
+    Every Python logger goes through the one handler, so ``--log-format json`` formats the client
+    libraries' lines too (pymongo, librdkafka's through ``mongocdc.kafka.librdkafka``, py4j's when Spark
+    runs in-process). Those libraries are kept quieter than mongocdc's own lines unless ``libraries``
+    (``-vv``) lets their debug lines through.
+    """
     handler = logging.StreamHandler(sys.stderr)
-    if fmt is LogFormat.json:
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    handler.setFormatter(log_formatter(fmt))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.value.upper())
+    floor = logging.DEBUG if libraries else None
     # librdkafka is chatty at debug; keep it one level quieter than ours.
-    logging.getLogger("mongocdc.kafka.librdkafka").setLevel(max(logging.INFO, root.level))
-    logging.getLogger("pymongo").setLevel(max(logging.WARNING, root.level))
+    logging.getLogger("mongocdc.kafka.librdkafka").setLevel(max(floor or logging.INFO, root.level))
+    for library in ("pymongo", "py4j"):
+        logging.getLogger(library).setLevel(max(floor or logging.WARNING, root.level))
+
+
+def log_formatter(fmt: LogFormat) -> logging.Formatter:
+    """The formatter of log lines in ``fmt`` (secrets redacted either way)."""
+    if fmt is LogFormat.json:
+        return _JsonFormatter()
+    return _RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")

@@ -10,12 +10,13 @@ in one ``ConfigError``, one line each, so an operator fixes everything at once.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from mongocdc.config import compat, providers
+from mongocdc.config import compat, librdkafka, providers
 from mongocdc.config.formats import FILE_HINT, read_config_file
 from mongocdc.config.problems import config_error, consistency_problems, describe_invalid
 from mongocdc.config.properties import ENV_PREFIX, env_var_for
@@ -155,7 +156,9 @@ def load_settings(
             problems.append(describe_invalid(name, raw.value, "expected a string, number or boolean", raw.origin))
         else:
             prefix = client_prefix(name) or KAFKA_PREFIX
-            clients[CLIENT_PREFIXES[prefix]][name[len(prefix) :]] = text
+            key = name[len(prefix) :]
+            check_librdkafka_key(prefix, key, raw.origin)
+            clients[CLIENT_PREFIXES[prefix]][key] = text
 
     problems += consistency_problems(values)
     listed = values.get(_FILTER_LIST)
@@ -280,13 +283,17 @@ def _file_layer(path: Path, problems: list[str], report: FileReport, env: Mappin
     report.ignored.update(document.ignored)
     report.ignored.update(translation.ignored)
     candidates = [*PROPERTIES, *compat.known_names()]
+    base = Path(os.path.abspath(path)).parent
+    log.debug("read %s (a relative path in it is relative to %s)", origin, base)
     layer: dict[str, _Raw] = {}
     for name, value in translation.values.items():
         if not is_known_property(name):
             problems.append(f"unknown property {name!r} in {origin}{did_you_mean(name, candidates)}")
             continue
         mapped_from = translation.spelled.get(name)
-        layer[name] = _Raw(value, f"{origin} ({mapped_from})" if mapped_from else origin)
+        layer[name] = _Raw(
+            _from_file_directory(name, value, base), f"{origin} ({mapped_from})" if mapped_from else origin
+        )
     if document.connector_name is not None:
         where = "metadata.name" if document.envelope == "KafkaConnector resource" else "name"
         inner = layer.get("name")
@@ -298,6 +305,34 @@ def _file_layer(path: Path, problems: list[str], report: FileReport, env: Mappin
                 f"{inner.value!r}; mongocdc uses {inner.value!r} (Kafka Connect would refuse the mismatch)"
             )
     return layer
+
+
+def is_path_property(name: str) -> bool:
+    """Whether ``name``'s value is a file path: a property declared with ``path=True`` or a librdkafka path."""
+    prop = PROPERTIES.get(name)
+    if prop is not None:
+        return prop.path
+    prefix = client_prefix(name)
+    return prefix is not None and name[len(prefix) :] in librdkafka.PATH_PROPERTIES
+
+
+_NOT_PATHS: Final = frozenset({":memory:", "probe"})
+"""Values of path properties that are no file: SQLite's in-memory database, librdkafka's ``ssl.ca.location=probe``."""
+
+
+def _from_file_directory(name: str, value: object, base: Path) -> object:
+    """A config file's relative file path made relative to the file's directory (``base``), as an absolute path.
+
+    So a configuration file means the same files whatever the working directory of the command that
+    reads it (``offsets show`` run elsewhere reads the connector's store, and creates none). A path given on
+    the command line or in an environment variable stays relative to the working directory, as the
+    shell's own paths are. Kafka Connect's ``${file:…}`` references are read as Kafka's providers read
+    them, relative to the working directory.
+    """
+    if not isinstance(value, str) or not value.strip() or value in _NOT_PATHS or not is_path_property(name):
+        return value
+    given = Path(value)
+    return value if given.is_absolute() else str(base / given)
 
 
 def _env_layer(env: Mapping[str, str], problems: list[str]) -> tuple[dict[str, _Raw], list[str]]:
@@ -343,6 +378,33 @@ def _warn_unknown_env(var: str) -> None:
         " (MONGOCDC_KAFKA_*, MONGOCDC_SRC_KAFKA_* and MONGOCDC_DEST_KAFKA_* variables go to librdkafka)",
         var,
         did_you_mean(var, known),
+    )
+
+
+_WARNED_CLIENT_KEYS: set[str] = set()
+"""Unknown ``kafka.*`` keys already warned about in this process."""
+
+
+def check_librdkafka_key(prefix: str, key: str, origin: str) -> None:
+    """Warn once when ``key`` (given as ``prefix + key`` by ``origin``) is no property of librdkafka,
+    naming the closest property.
+
+    Not an error here, as a Kafka client's configuration that holds a key it does not know is no error
+    for Kafka's Java clients (Debezium's): commands that make no Kafka client still run. The key is
+    passed on as given, because the list is the one of the librdkafka mongocdc was released with, and a
+    newer one may know it; a librdkafka that does not refuses it when the client is made (exit 3).
+    """
+    name = prefix + key
+    if key in librdkafka.PROPERTIES or name in _WARNED_CLIENT_KEYS:
+        return
+    _WARNED_CLIENT_KEYS.add(name)
+    log.warning(
+        "%s (%s) is not a librdkafka %s configuration property%s It is passed on as given: a Kafka client "
+        "refuses a property its librdkafka does not know (see librdkafka's CONFIGURATION.md)",
+        name,
+        origin,
+        librdkafka.VERSION,
+        did_you_mean(name, sorted(prefix + known for known in librdkafka.PROPERTIES)) or ".",
     )
 
 

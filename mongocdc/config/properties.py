@@ -71,7 +71,7 @@ class Property:
     ``doc`` is one line; it is the description column of the README's
     configuration reference. ``secret`` marks values that carry credentials
     (they are shown redacted). ``flag`` is the command-line option that sets
-    the property, when there is one.
+    the property, when there is one. ``path`` marks a file path.
     """
 
     name: str
@@ -81,6 +81,8 @@ class Property:
     secret: bool = False
     validator: Validator | None = None
     flag: Flag | None = None
+    path: bool = False
+    """A file path: relative in a config file, it is relative to the file's directory (``loading``)."""
 
     @property
     def attr(self) -> str:
@@ -118,9 +120,10 @@ def setting(
     secret: bool = False,
     validator: Validator | None = None,
     flag: Flag | None = None,
+    path: bool = False,
 ) -> Any:
     """Declare a ``Settings`` field as the property ``name`` (the field's default is ``default``)."""
-    prop = Property(name, value_type, default, doc, secret=secret, validator=validator, flag=flag)
+    prop = Property(name, value_type, default, doc, secret=secret, validator=validator, flag=flag, path=path)
     return dataclasses.field(default=default, metadata={PROPERTY_METADATA_KEY: prop})
 
 

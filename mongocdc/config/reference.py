@@ -22,6 +22,8 @@ def render_reference_markdown() -> str:
             choices = ", ".join(f"`{c}`" for c in prop.value_type.choices)
             aliases = "".join(f" (`{old}` = `{new}`)" for old, new in prop.value_type.aliases.items())
             description += f" One of {choices}{aliases}."
+        if prop.path:
+            description += " A relative path in a config file is relative to the file's directory."
         rows.append(f"| `{prop.name}` | {_default(prop.render(prop.default))} | {_cell(description)} |")
         if prop.name == FILTER_OVERRIDE_PREFIX.rstrip("."):
             rows.append(
@@ -38,7 +40,9 @@ def render_reference_markdown() -> str:
         f"| `{KAFKA_PREFIX}*` | | "
         + _cell(
             "Any other librdkafka producer property, passed through without the `kafka.` prefix "
-            "(`kafka.security.protocol`, `kafka.sasl.mechanisms`, `kafka.sasl.username`, `kafka.sasl.password`, …)."
+            "(`kafka.security.protocol`, `kafka.sasl.mechanisms`, `kafka.sasl.username`, `kafka.sasl.password`, …). "
+            "A key librdkafka does not know is a warning with the closest property; a relative file path "
+            "(`kafka.ssl.ca.location`, …) in a config file is relative to the file's directory."
         )
         + " |"
     )

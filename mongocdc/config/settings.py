@@ -175,6 +175,7 @@ class Settings:
         None,
         "PEM file of the CA certificates that sign the servers' certificates, when TLS is on (a Java PKCS12 or JKS "
         "store must be converted to PEM first).",
+        path=True,
     )
     mongodb_ssl_keystore: str | None = setting(
         "mongodb.ssl.keystore",
@@ -182,6 +183,7 @@ class Settings:
         None,
         "PEM file with mongocdc's client certificate and private key, for servers that check client certificates "
         "(when TLS is on).",
+        path=True,
     )
     mongodb_ssl_keystore_password: str | None = setting(
         "mongodb.ssl.keystore.password",
@@ -517,6 +519,7 @@ class Settings:
         _STRING,
         "mongocdc-offsets.db",
         "Path of the SQLite offset database when `offset.storage` is `sqlite`.",
+        path=True,
     )
     offset_storage_topic: str = setting(
         "offset.storage.topic",

@@ -21,6 +21,10 @@ class OffsetRecord:
 class OffsetStore(Protocol):
     """Keeps positions. ``commit`` is atomic per record: a reader sees the old or the new offset."""
 
+    @property
+    def exists(self) -> bool:
+        """Whether the store is there (a reader opens a missing store without creating it: ``False``)."""
+
     def load(self, connector: str, partition: str) -> dict[str, Any] | None:
         """The stored offset, or ``None`` when this partition has none."""
 

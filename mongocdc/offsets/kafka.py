@@ -192,6 +192,13 @@ class KafkaOffsetStore:
             self._topic_exists = True
             self._ready = True
 
+    @property
+    def exists(self) -> bool:
+        """Whether the offset topic exists (asking creates nothing: an unconnected store connects as a reader)."""
+        if not self._ready:
+            self.connect(create_topic=False)
+        return self._topic_exists
+
     def _ensure_ready(self) -> None:
         if not self._ready:
             self.connect()

@@ -14,6 +14,10 @@ class MemoryOffsetStore:
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], OffsetRecord] = {}
 
+    @property
+    def exists(self) -> bool:
+        return True
+
     def load(self, connector: str, partition: str) -> dict[str, Any] | None:
         record = self._records.get((connector, partition))
         return None if record is None else copy.deepcopy(dict(record.offset))

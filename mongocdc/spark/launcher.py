@@ -53,6 +53,10 @@ LOCAL_CONF = {
 }
 """Settings of local runs (``--master local[...]``) besides the partition counts set from the cores."""
 LOCAL_GC = "-XX:+UseParallelGC"
+JSON_LOGS = "-Dlog4j2.configurationFile=classpath:org/apache/spark/log4j2-json-layout.properties"
+"""The driver JVM's log4j configuration with ``--log-format json``: Spark's own JSON layout (``ts``, ``level``,
+``msg``, ``logger``, one record a line on stderr). ``spark.log.structuredLogging.enabled`` is not enough: Spark
+turns structured logging off for a driver started in-process (its "pyspark-shell")."""
 """The local driver's collector. In a local run the driver is also the executor, and a batch allocates
 a copy of every document several times (parsed, cached, joined, encoded): collecting it took G1 1.5-2.3
 CPU-seconds of a 100 k batch on Spark's default 1 GB heap and 0.8-1.0 on 3 GB, the throughput collector 0.2 on 3 GB."""
@@ -77,6 +81,8 @@ class LaunchPlan:
     """Through ``spark-submit`` even on a local master (a non-local master always is)."""
     requested_format: TableFormat = TableFormat.auto
     spark_log_level: str = "ERROR"
+    json_logs: bool = False
+    """``--log-format json``: the driver JVM's log4j lines are JSON records too (``JSON_LOGS``)."""
 
     @property
     def is_local(self) -> bool:
@@ -135,6 +141,8 @@ def plan_conf(plan: LaunchPlan, spark_packages: environment.SparkPackages) -> di
         conf["spark.pyspark.driver.python"] = sys.executable
         conf.update(local_jvm_conf(machine_memory(), os.environ))
     conf["spark.ui.showConsoleProgress"] = "false"
+    if plan.json_logs:
+        conf["spark.driver.extraJavaOptions"] = f"{conf.get('spark.driver.extraJavaOptions', '')} {JSON_LOGS}".strip()
     conf.update(plan.conf)
     return conf
 

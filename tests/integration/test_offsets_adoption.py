@@ -236,8 +236,9 @@ def test_no_such_topic_is_exit_2(tmp_path: Path, kafka_bootstrap: str) -> None:
             "rs0" if command == "import" else "dbz",
             "--yes",
         )
-        if command == "export":  # nothing stored yet: that is said first
-            assert result.returncode == 2 and "no stored offsets" in result.stderr
+        if command == "export":  # no offset store yet: that is said first (exit 3), and none is created
+            assert result.returncode == 3 and "the offset store" in result.stderr and "does not exist" in result.stderr
+            assert not (tmp_path / "offsets.db").exists()
             continue
         assert result.returncode == 2, result.stderr
         assert "there is no topic" in result.stderr and "--connect-offsets-topic" in result.stderr

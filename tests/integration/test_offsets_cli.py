@@ -237,3 +237,17 @@ def test_switching_from_sqlite_to_kafka_as_the_readme_shows(tmp_path: Path, kafk
             result = offsets(new, "set", "--partition", record["partition"], "--resume-token", token, "--yes")
             assert result.returncode == 0, result.stderr
     assert new.stored() == {"rs0": {**RS0, "ord": 0}, "rs1": {**RS1, "ord": 0}}
+
+
+@pytest.mark.kafka
+def test_reading_a_missing_offsets_topic_is_exit_3_and_creates_no_topic(kafka_bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    topic = f"offsets-{uuid.uuid4().hex[:10]}"
+    missing = Target("kafka", ["--offsets", f"kafka:{topic}", "--bootstrap-servers", kafka_bootstrap, "--name", "app"])
+    for argv in (["show"], ["show", "--all"], ["reset", "--yes"]):
+        result = offsets(missing, *argv)
+        assert result.returncode == 3, result.stderr
+        assert f"error: the offset store kafka:{topic} on {kafka_bootstrap} does not exist" in result.stderr
+        assert "hint: check offset.storage.topic" in result.stderr
+    assert topic not in AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=20).topics

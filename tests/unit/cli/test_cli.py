@@ -128,7 +128,10 @@ def test_config_show_redacts_secrets_and_honours_precedence(
 
 
 def test_offsets_show_on_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mongocdc.offsets.sqlite import SqliteOffsetStore
+
     store = tmp_path / "o.db"
+    SqliteOffsetStore(store).close()  # a store no connector committed to yet (a missing one is an error)
     assert run(["offsets", "show", "--offsets", f"sqlite:{store}", "--all", "--output", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
     assert run(["offsets", "show", "--offsets", f"sqlite:{store}", "--name", "nope"]) == ExitCode.USAGE
@@ -290,7 +293,11 @@ def test_json_logs_are_json_lines_with_credentials_redacted(capsys: pytest.Captu
     assert retry["level"] == "warning" and retry["logger"].startswith("mongocdc")
     assert "T" in retry["ts"] and retry["ts"].endswith("+00:00")
     assert all("topsecret" not in line for line in lines)
-    assert lines[-2].startswith("error: MongoDB at 127.0.0.1:9 is unreachable")
+    assert all(line.startswith("{") for line in lines)  # the final error too: one JSON record, hint and code in it
+    final = json.loads(lines[-1])
+    assert final["level"] == "error" and final["exit_code"] == ExitCode.UNREACHABLE
+    assert final["message"].startswith("MongoDB at 127.0.0.1:9 is unreachable")
+    assert final["hint"]
 
 
 @pytest.mark.parametrize(
@@ -414,6 +421,16 @@ def test_waiting_for_an_incremental_snapshot_no_connector_takes_up_is_exit_4_say
     assert raised.value.exit_code == ExitCode.UNREACHABLE
     assert "no connector took up incremental snapshot sig-1 within 0.2 s" in str(raised.value)
     assert "--name orders" in (raised.value.hint or "")
+    said = [r.getMessage() for r in caplog.records]
+    assert any(f"the offset store {tmp_path / 'o.db'} does not exist" in m for m in said), said
+    assert not (tmp_path / "o.db").exists()  # waiting reads the store: it never creates one
+
+    from mongocdc.offsets.sqlite import SqliteOffsetStore
+
+    SqliteOffsetStore(tmp_path / "o.db").close()  # a store without the connector's offsets
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), pytest.raises(UnreachableError):
+        wait_for_incremental(settings, "sig-1", threading.Event(), timeout_s=0.2)
     assert any("connector 'orders' has no stored offsets" in r.getMessage() for r in caplog.records)
 
 

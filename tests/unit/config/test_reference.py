@@ -74,3 +74,13 @@ def test_debezium_defaults() -> None:
     assert defaults["topic.heartbeat.prefix"] == "__debezium-heartbeat"
     assert defaults["topic.transaction"] == "transaction"
     assert defaults["tombstones.on.delete"] is True
+
+
+def test_path_properties_say_how_a_relative_path_in_a_config_file_resolves() -> None:
+    from mongocdc.config.reference import render_reference_markdown
+
+    rows = {line.split(" | ")[0]: line for line in render_reference_markdown().splitlines()}
+    note = "relative to the file's directory"
+    for name in ("offset.storage.file.filename", "mongodb.ssl.truststore", "mongodb.ssl.keystore"):
+        assert note in rows[f"| `{name}`"], name
+    assert note not in rows["| `offset.storage.topic`"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +118,7 @@ def test_dry_runs_write_nothing_and_need_no_confirmation(
     before = connect_file.read_bytes()
     assert importing(tmp_path, connect_file, "--dry-run", "-o", "json") == ExitCode.OK
     assert json.loads(capsys.readouterr().out)[0]["action"] == "would import"
-    assert stored(tmp_path) == {}
+    assert not (tmp_path / "offsets.db").exists()  # a dry run does not even create the store
     store = SqliteOffsetStore(tmp_path / "offsets.db")
     store.commit("app", "rs0", {"sec": 5, "ord": 1, "resume_token": TOKEN, "initsync": True, "snapshot": {}})
     store.close()
@@ -189,6 +190,11 @@ def test_a_value_that_is_not_an_offset(tmp_path: Path, capsys: pytest.CaptureFix
 def test_export_needs_one_stored_partition(
     tmp_path: Path, connect_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert exporting(tmp_path, connect_file, "--yes") == ExitCode.CONFIG  # no store at all: it is not created
+    assert f"the offset store {tmp_path / 'offsets.db'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "offsets.db").exists()
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    store.close()
     assert exporting(tmp_path, connect_file, "--yes") == ExitCode.USAGE
     assert "has no stored offsets" in capsys.readouterr().err
     store = SqliteOffsetStore(tmp_path / "offsets.db")
@@ -241,3 +247,20 @@ def test_export_says_which_other_offsets_of_the_connector_debezium_might_read(
     fresh = tmp_path / "fresh.offsets"
     assert exporting(tmp_path, fresh, "--yes") == ExitCode.OK
     assert "does not exist yet" in capsys.readouterr().err
+
+
+def test_a_connect_kafka_option_librdkafka_does_not_know_is_a_warning_with_the_closest_property(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mongocdc.cli.commands_offsets import connect_location
+    from mongocdc.config import load_settings, loading
+
+    monkeypatch.setattr(loading, "_WARNED_CLIENT_KEYS", set())
+    settings = load_settings(None, {}, {})
+    with caplog.at_level(logging.WARNING):
+        location = connect_location(settings, "k:9092", ["security.protocl=SSL", "linger.ms=5"], "t", None)
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(said) == 1, said
+    assert said[0].startswith("security.protocl (--connect-kafka) is not a librdkafka")
+    assert "did you mean 'security.protocol'?" in said[0]
+    assert location.client["security.protocl"] == "SSL"  # passed on: librdkafka decides

@@ -277,7 +277,10 @@ def test_an_offsets_path_under_a_regular_file_exits_3_naming_it(
 ) -> None:
     (tmp_path / "state").write_text("not a directory")
     path = tmp_path / "state" / "sub" / "offsets.db"
-    assert run(["offsets", "show", "--all", "--offsets", f"sqlite:{path}"]) == ExitCode.CONFIG
+    assert run(["offsets", "show", "--all", "--offsets", f"sqlite:{path}"]) == ExitCode.CONFIG  # reading: not there
+    assert f"error: the offset store {path} does not exist" in capsys.readouterr().err
+    moved = ["offsets", "reset", "--to-timestamp", "1700000000", "-p", "rs0", "--yes"]
+    assert run([*moved, "--offsets", f"sqlite:{path}"]) == ExitCode.CONFIG  # writing: it cannot be created
     err = capsys.readouterr().err
     assert f"error: cannot create the offset store {path}: {tmp_path / 'state'} is a file, not a directory" in err
     assert "File exists" not in err and "hint: check offset.storage.file.filename" in err
@@ -355,3 +358,15 @@ def test_a_token_with_type_bits_is_shown_whole_as_extended_json_and_taken_back(
     assert json.loads(shown) == {"_data": TOKEN, "_typeBits": {"$binary": {"base64": "QA==", "subType": "00"}}}
     assert offsets_cli(db, "set", "--resume-token", shown, "-p", "rs1", "--yes") == ExitCode.OK
     assert stored(db)[("app", "rs1")]["resume_token"] == _b64(token)
+
+
+def test_reading_or_deleting_offsets_never_creates_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A store looked for where there is none (another directory, a typo) is said, with the path looked at."""
+    missing = tmp_path / "elsewhere" / "offsets.db"
+    for args in (["show"], ["show", "--all"], ["reset", "--yes"], ["reset", "-p", "rs0", "--yes"]):
+        assert offsets_cli(missing, *args) == ExitCode.CONFIG, args
+        err = capsys.readouterr().err
+        assert f"error: the offset store {missing} does not exist" in err, args
+        assert "hint: check offset.storage.file.filename (or --offsets sqlite:PATH)" in err
+        assert "relative to the file's directory" in err
+    assert not missing.parent.exists()

@@ -370,3 +370,21 @@ def test_the_kafka_source_reads_without_waiting_for_fetches_and_kafka_options_wi
     assert source["kafka.fetch.max.wait.ms"] == "100"
     assert source["kafka.security.protocol"] == "SSL"
     assert "minPartitions" not in source
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_json_log_format_gives_the_driver_jvm_sparks_json_log4j_layout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """--log-format json: the JVM's log4j lines are JSON records as ours are (Spark's own JSON layout)."""
+    from mongocdc.spark.launcher import JSON_LOGS
+
+    cfg = config(tmp_path)
+    command = ["spark", "run", "--warehouse", str(tmp_path / "w"), "--master", "local[1]", "--submit", "--dry-run"]
+    fmt = ["--log-format", "json"]
+    assert run(["--config", str(cfg), *command]) == ExitCode.OK
+    assert JSON_LOGS not in capsys.readouterr().out
+    assert run(["--config", str(cfg), *(fmt + command if where == "before" else command + fmt)]) == ExitCode.OK
+    words = shlex.split(capsys.readouterr().out)
+    java = [w for w in words if w.startswith("spark.driver.extraJavaOptions=")]
+    assert java == [f"spark.driver.extraJavaOptions=-XX:+UseParallelGC {JSON_LOGS}"]  # with the collector
