@@ -7,7 +7,7 @@ _mongocdc() {
         word="${COMP_WORDS[i]}"
         case "$word" in -*) continue ;; esac
         case "${path:+$path }$word" in
-            "config"|"config show"|"config validate"|"discover"|"failover"|"failover translate"|"offsets"|"offsets export"|"offsets import"|"offsets reset"|"offsets set"|"offsets show"|"replicate"|"signal"|"signal send"|"signal send execute-snapshot"|"signal send log"|"signal send pause-snapshot"|"signal send resume-snapshot"|"signal send stop-snapshot"|"snapshot"|"spark"|"spark run"|"spark status"|"stream"|"topic"|"topic compare"|"topic dump"|"version") path="${path:+$path }$word" ;;
+            "config"|"config show"|"config validate"|"discover"|"failover"|"failover translate"|"offsets"|"offsets export"|"offsets import"|"offsets reset"|"offsets set"|"offsets show"|"replicate"|"signal"|"signal send"|"signal send execute-snapshot"|"signal send log"|"signal send pause-snapshot"|"signal send resume-snapshot"|"signal send stop-snapshot"|"snapshot"|"spark"|"spark run"|"spark status"|"stream"|"topic"|"topic compare"|"topic dump"|"topic list"|"version") path="${path:+$path }$word" ;;
         esac
     done
     case "$path" in
@@ -37,9 +37,10 @@ _mongocdc() {
         "spark run") COMPREPLY=($(compgen -W "--warehouse --topics --topic-pattern --checkpoint --once --trigger-interval --format --changelog --columns --schema-file --starting-offsets --max-offsets-per-trigger --min-partitions --delete-retention --kafka-option --master --conf --packages --jars --submit --dry-run --query-name --output -o --bootstrap-servers --bootstrap-server --topic-prefix --config -c --help" -- "$cur")) ;;
         "spark status") COMPREPLY=($(compgen -W "--checkpoint --warehouse --output -o --help" -- "$cur")) ;;
         "stream") COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --bootstrap-server --offsets --name --metrics-port --config -c --help" -- "$cur")) ;;
-        "topic") COMPREPLY=($(compgen -W "compare dump --help" -- "$cur")) ;;
+        "topic") COMPREPLY=($(compgen -W "compare dump list --help" -- "$cur")) ;;
         "topic compare") COMPREPLY=($(compgen -W "--prefix --output -o --timeout --bootstrap-servers --bootstrap-server --config -c --help" -- "$cur")) ;;
-        "topic dump") COMPREPLY=($(compgen -W "--output -o --offset --timestamp --max-messages -n --timeout --follow -f --bootstrap-servers --bootstrap-server --config -c --help" -- "$cur")) ;;
+        "topic dump") COMPREPLY=($(compgen -W "--output -o --partition -p --offset --timestamp --format --key-only --raw --max-messages -n --timeout --follow -f --bootstrap-servers --bootstrap-server --config -c --help" -- "$cur")) ;;
+        "topic list") COMPREPLY=($(compgen -W "--output -o --timeout --bootstrap-servers --bootstrap-server --config -c --help" -- "$cur")) ;;
         "version") COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
     esac
 }

@@ -15,6 +15,7 @@ import typer
 from mongocdc.cli import render
 from mongocdc.cli.options import OFFSETS, OutputOpt, settings_flags
 from mongocdc.cli.state import Output, state
+from mongocdc.cli.times import parse_time_ms, time_help
 from mongocdc.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -121,38 +122,27 @@ def _token_text(offset: SourceOffset, width: int = 28) -> str:
     return f"{text[: width - 9]}…{text[-8:]}"
 
 
-# --- parsing what the operator typed (a bad value is invalid configuration: exit 3) ---------
+# --- parsing what the operator typed (a bad value is a usage error: exit 2) ---------
 
 
 def parse_epoch_seconds(value: str, now: datetime | None = None) -> int:
-    """Epoch seconds of ``--to-timestamp``: ISO 8601 (UTC when it has no offset) or epoch seconds.
+    """Epoch seconds of ``--to-timestamp`` (``times.parse_time_ms``: ISO 8601, ``…s``, ``…ms``, a bare number
+    of seconds); a ``UsageError`` (exit 2) when it is no time, out of a cluster time's range or in the future.
 
     Fractions of a second are dropped, so the position is never after the time asked for.
     """
-    text = value.strip()
-    if text.isdigit():
-        seconds = int(text)
-    else:
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            raise ConfigError(
-                f"--to-timestamp {value!r} is neither an ISO 8601 time nor epoch seconds",
-                hint="for example --to-timestamp 2026-01-31T12:00:00Z or --to-timestamp 1769860800",
-            ) from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        seconds = int(parsed.timestamp())
+    seconds = parse_time_ms(value, "--to-timestamp", bare="s") // 1000
     current = int((now or datetime.now(UTC)).timestamp())
     if seconds < 1 or seconds > _MAX_TIMESTAMP_SECONDS:
-        raise ConfigError(
+        raise UsageError(
             f"--to-timestamp {value!r} is out of range (epoch seconds from 1 to {_MAX_TIMESTAMP_SECONDS})",
-            hint="give the time in epoch seconds (not milliseconds) or as ISO 8601",
+            hint="a bare number is epoch seconds: give milliseconds with their unit (1795687200000ms), "
+            "or ISO 8601 (2026-11-26T10:00:00Z)",
         )
     if seconds > current:
-        raise ConfigError(
+        raise UsageError(
             f"--to-timestamp {value!r} ({_iso(seconds)}) is in the future: every change until then would be skipped",
-            hint="give a past time, in epoch seconds (not milliseconds) or ISO 8601",
+            hint="give a past time: ISO 8601 (2026-11-26T10:00:00Z), 1795687200s or 1795687200000ms",
         )
     return seconds
 
@@ -565,8 +555,8 @@ def reset(
         str | None,
         typer.Option(
             "--to-timestamp",
-            help="Move the position to this time instead of deleting it: ISO 8601 (UTC when no offset is "
-            "given) or epoch seconds; streaming restarts with the first change at or after it.",
+            help="Move the position to this time instead of deleting it; streaming restarts with the first "
+            f"change at or after it. {time_help('s')}.",
             show_default=False,
         ),
     ] = None,
