@@ -33,6 +33,12 @@ def decode_bytes(raw: bytes | None) -> Any:
         return text
 
 
+DISCOVER_EXAMPLES: Final = examples(
+    "mongocdc discover --connection-string 'mongodb://mongo1:27017/?replicaSet=rs0'",
+    "mongocdc discover -c connector.yaml -o json",
+)
+
+
 @settings_flags("mongodb.connection.string")
 def discover(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     """Connect through the seed hosts and report the topology (replica set, sharded cluster or standalone)."""
@@ -62,7 +68,11 @@ def discover(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     render.emit(output, data, ["field", "value"], rows, title="MongoDB topology")
 
 
-topic_app = typer.Typer(help="Inspect Kafka topics.", no_args_is_help=True)
+topic_app = typer.Typer(
+    help="Inspect Kafka topics.",
+    no_args_is_help=True,
+    epilog=examples("mongocdc topic list shop. --bootstrap-servers kafka1:9092"),
+)
 
 
 TABLE_VALUE_WIDTH: Final = 100
@@ -276,7 +286,13 @@ def list_topics(
     render.emit(output, listed, ["topic", "partitions", "messages"], rows, title="topics")
 
 
-@topic_app.command("compare")
+@topic_app.command(
+    "compare",
+    epilog=examples(
+        "mongocdc topic compare dbserver1 -c mongocdc.yaml",
+        "mongocdc topic compare dbserver1 --prefix shop --bootstrap-servers kafka1:9092 -o json",
+    ),
+)
 @settings_flags("kafka.bootstrap.servers")
 def compare_topics(
     ctx: typer.Context,
@@ -303,8 +319,6 @@ def compare_topics(
     two prefixes is read to its end and matched per topic and key. Only what cannot be equal
     is ignored: the prefix, the connector version, wall-clock times, an update's looked-up
     document read later, and the number of heartbeats.
-
-    Example: mongocdc -c mongocdc.yaml topic compare dbserver1
     """
     from mongocdc.events.compare import Record, compare
     from mongocdc.kafka.reader import StartAt, TopicReader

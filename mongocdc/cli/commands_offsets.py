@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OFFSETS, OutputOpt, settings_flags
+from mongocdc.cli.options import OFFSETS, OutputOpt, examples, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.cli.times import parse_time_ms, time_help
 from mongocdc.errors import ConfigError, UsageError
@@ -494,10 +494,19 @@ STORE_FLAGS: Final = (OFFSETS, "name", "kafka.bootstrap.servers")
 """Which offset store, and whose offsets in it."""
 
 
-offsets_app = typer.Typer(help="Read and edit stored connector offsets.", no_args_is_help=True)
+offsets_app = typer.Typer(
+    help="Read and edit stored connector offsets.",
+    no_args_is_help=True,
+    epilog=examples("mongocdc offsets show -c connector.yaml"),
+)
 
 
-@offsets_app.command("show")
+@offsets_app.command(
+    "show",
+    epilog=examples(
+        "mongocdc offsets show -c connector.yaml", "mongocdc offsets show --offsets sqlite:offsets.db --all -o json"
+    ),
+)
 @settings_flags(*STORE_FLAGS)
 def show(
     ctx: typer.Context,
@@ -546,7 +555,13 @@ def show(
     )
 
 
-@offsets_app.command("reset")
+@offsets_app.command(
+    "reset",
+    epilog=examples(
+        "mongocdc offsets reset -c connector.yaml --yes",
+        "mongocdc offsets reset -c connector.yaml --partition rs0 --to-timestamp 2026-11-26T10:00:00Z --yes",
+    ),
+)
 @settings_flags(*STORE_FLAGS)
 def reset(
     ctx: typer.Context,
@@ -596,7 +611,12 @@ def reset(
     _render(output, connector, changes, partition)
 
 
-@offsets_app.command("set")
+@offsets_app.command(
+    "set",
+    epilog=examples(
+        "mongocdc offsets set -c connector.yaml --partition rs0 --resume-token 82692F0B28000000012B0429296E1404 --yes"
+    ),
+)
 @settings_flags(*STORE_FLAGS)
 def set_(
     ctx: typer.Context,
@@ -656,7 +676,13 @@ def set_(
     _render(output, connector, changes)
 
 
-@offsets_app.command("import")
+@offsets_app.command(
+    "import",
+    epilog=examples(
+        "mongocdc offsets import -c connector.yaml --from-kafka-connect --connector-name inventory-connector --dry-run",
+        "mongocdc offsets import -c connector.yaml --from-kafka-connect --connect-offsets-file connect.offsets --yes",
+    ),
+)
 @settings_flags(*STORE_FLAGS, "topic.prefix", "mongodb.connection.string")
 def import_(
     ctx: typer.Context,
@@ -770,7 +796,13 @@ def _handover(
     return settings, prefix, location, connector_name or settings.name
 
 
-@offsets_app.command("export")
+@offsets_app.command(
+    "export",
+    epilog=examples(
+        "mongocdc offsets export -c connector.yaml --to-kafka-connect --connector-name inventory --dry-run -o json",
+        "mongocdc offsets export -c connector.yaml --to-kafka-connect --connect-offsets-topic connect-offsets --yes",
+    ),
+)
 @settings_flags(*STORE_FLAGS, "topic.prefix")
 def export(
     ctx: typer.Context,

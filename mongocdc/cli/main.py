@@ -15,6 +15,7 @@ import typer.core
 
 from mongocdc import __version__
 from mongocdc.cli import (
+    commands_completions,
     commands_config,
     commands_data,
     commands_offsets,
@@ -24,11 +25,14 @@ from mongocdc.cli import (
     commands_spark,
     commands_stream,
 )
+from mongocdc.cli.options import examples
 from mongocdc.cli.state import LogFormat, LogLevel, State, configure_logging
 from mongocdc.config import redact_text
 from mongocdc.errors import ExitCode, MongocdcError
 
-CONFIG_FREE_COMMANDS = frozenset({("version",), ("spark", "status")})
+CONFIG_FREE_COMMANDS = frozenset(
+    {("version",), ("spark", "status"), ("completions", "show"), ("completions", "install")}
+)
 """Commands that read no configuration, so they take no ``--config``."""
 
 CONFIG_HELP = "Configuration file: YAML, JSON (a Kafka Connect REST body too) or Java .properties."
@@ -85,6 +89,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
+    epilog=examples(
+        "mongocdc -c connector.yaml discover",
+        "mongocdc -c connector.yaml stream",
+        "mongocdc --log-level debug stream -c connector.yaml",
+    ),
 )
 
 
@@ -126,22 +135,23 @@ def global_options(
     configure_logging(log_level, log_format)
 
 
-@app.command()
+@app.command(epilog=examples("mongocdc version"))
 def version() -> None:
     """Print the mongocdc version."""
     sys.stdout.write(f"mongocdc {__version__}\n")
 
 
-app.command()(commands_data.discover)
+app.command(epilog=commands_data.DISCOVER_EXAMPLES)(commands_data.discover)
 app.add_typer(commands_data.topic_app, name="topic")
-app.command()(commands_stream.stream)
-app.command()(commands_snapshot.snapshot)
+app.command(epilog=commands_stream.STREAM_EXAMPLES)(commands_stream.stream)
+app.command(epilog=commands_snapshot.SNAPSHOT_EXAMPLES)(commands_snapshot.snapshot)
 app.add_typer(commands_signal.signal_app, name="signal")
 app.add_typer(commands_offsets.offsets_app, name="offsets")
 app.add_typer(commands_config.config_app, name="config")
 app.add_typer(commands_replicate.failover_app, name="failover")
-app.command()(commands_replicate.replicate)
+app.command(epilog=commands_replicate.REPLICATE_EXAMPLES)(commands_replicate.replicate)
 app.add_typer(commands_spark.spark_app, name="spark")
+app.add_typer(commands_completions.completions_app, name="completions")
 
 
 def _print_error(error: MongocdcError) -> None:
