@@ -118,6 +118,39 @@ def test_zsh_finds_the_installed_completion_through_compinit(tmp_path: Path) -> 
     assert run_shell(["zsh", "-f", "-c"], script, tmp_path, env={"HOME": str(tmp_path)}).strip() == "_mongocdc"
 
 
+def zsh_interactive(line: str, until: str, cwd: Path) -> str:
+    """What an interactive zsh with ``compinit`` lists when Tab is pressed after ``line`` (a pseudo-terminal,
+    ``zpty``), read until ``until`` shows (the subprocess timeout is the deadline)."""
+    script = "\n".join(
+        [
+            "zmodload zsh/zpty",
+            "zpty z 'zsh -f -i'",
+            "zpty -w z "
+            + shlex.quote(
+                f"PS1='> '; LISTMAX=1000; fpath=({ZSH.parent} $fpath); autoload -Uz compinit; "
+                f"compinit -u -d {cwd}/dump; print READY"
+            ),
+            "zpty -r z line '*READY*'",
+            f"zpty -w -n z {shlex.quote(line)}$'\\t'",
+            f"zpty -r z out {shlex.quote('*' + until + '*')}",
+            'print -r -- "$out"',
+            "zpty -d z",
+        ]
+    )
+    return run_shell(["zsh", "-f", "-c"], script, cwd, env={"HOME": str(cwd), "TERM": "dumb"})
+
+
+@needs_zsh
+def test_zsh_lists_commands_and_option_values_at_a_real_prompt(workdir: Path) -> None:
+    listed = zsh_interactive("mongocdc ", "version", workdir)
+    assert "topic" in listed and "completions" in listed
+    assert "connector.yaml" not in listed  # a file is no command
+    listed = zsh_interactive("mongocdc topic ", "list", workdir)
+    assert "compare" in listed and "dump" in listed
+    listed = zsh_interactive("mongocdc spark run --format ", "parquet", workdir)
+    assert "auto" in listed and "delta" in listed
+
+
 # --- fish ------------------------------------------------------------------------------------
 
 
