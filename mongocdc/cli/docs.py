@@ -227,7 +227,7 @@ def zsh(root: click.Command) -> str:
             elif value.path:
                 reply = "_files"
             else:
-                reply = _zsh_quote(option.metavar or option.name or "value")
+                reply = _zsh_quote(f"{option_flags(option)[0]} {option.metavar or 'VALUE'}")
                 reply = f"_message -e {reply}"
             lines.append(f"            {labels}) {reply} ;;")
     lines += ["        esac", "        return", "    fi", '    case "$cmdpath" in']
