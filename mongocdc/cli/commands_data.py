@@ -13,9 +13,9 @@ from click.core import ParameterSource
 
 from mongocdc.cli import render
 from mongocdc.cli.options import OutputOpt, examples, settings_flags
-from mongocdc.cli.record_format import OFFSET_FORMS, RecordFormat, format_help, parse_offset
+from mongocdc.cli.record_format import OFFSET_FORMS, RecordFormat, format_help, parse_offsets
 from mongocdc.cli.state import Output, state
-from mongocdc.cli.times import parse_time_ms, time_help
+from mongocdc.cli.times import time_help
 from mongocdc.errors import ExitCode, UsageError
 
 
@@ -127,6 +127,7 @@ class _DumpTable:
         "mongocdc topic dump shop.inventory.orders -n 10",
         "mongocdc topic dump shop.inventory.orders -p 0 --offset -5 -o json",
         "mongocdc topic dump shop.inventory.orders --offset @2026-11-26T10:00:00Z --key-only",
+        "mongocdc topic dump shop.inventory.orders --offset @2026-11-26T10:00:00Z --offset e@2026-11-26T11:00:00Z",
         "mongocdc topic dump shop.inventory.orders --format '%p:%o %T %k\\t%s\\n'",
     ),
 )
@@ -148,10 +149,10 @@ def dump(
         ),
     ] = None,
     offset: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--offset",
-            metavar="beginning|end|N|-N|@TIME",
+            metavar="beginning|end|N|-N|@TIME|e@TIME",
             help=f"Where to start in each partition, as kcat's -o: {OFFSET_FORMS}. TIME is "
             f"{time_help('ms')}. [default: beginning]",
             show_default=False,
@@ -193,7 +194,7 @@ def dump(
     -p reads some partitions only, --follow keeps waiting for new records. -o table shows keys and values on one
     line each, longer than 100 characters shortened; -o json prints one object per record.
     """
-    from mongocdc.kafka.reader import StartAt, TopicReader
+    from mongocdc.kafka.reader import TopicReader
 
     modes = [name for name, given in (("--format", record_format), ("--key-only", key_only), ("--raw", raw)) if given]
     if len(modes) > 1:
@@ -203,15 +204,7 @@ def dump(
             f"{modes[0]} prints records as they are: it takes no --output",
             hint="leave out -o, or leave out " + modes[0],
         )
-    if offset is not None and timestamp is not None:
-        raise UsageError("give --offset or --timestamp, not both", hint="--timestamp TIME is --offset @TIME")
-    start = (
-        parse_offset(offset)
-        if offset is not None
-        else StartAt(timestamp_ms=parse_time_ms(timestamp, "--timestamp", bare="ms"))
-        if timestamp is not None
-        else StartAt()
-    )
+    start = parse_offsets(offset or [], timestamp)
     text_format = RecordFormat.compile(record_format if record_format is not None else "%k\\n" if key_only else "%s\\n")
     table = _DumpTable(topic) if output is Output.table and not modes else None
     settings = state(ctx).settings()

@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # the reader imports confluent_kafka: not for --help
 
 OFFSET_FORMS: Final = (
     "beginning, end (only new records), N (that offset in each partition), -N (the last N records of each "
-    "partition) or @TIME (the first record at or after TIME; kcat's s@ too)"
+    "partition) or @TIME (the first record at or after TIME; kcat's s@ too); and e@TIME, given as well, stops "
+    "each partition before its first record at or after TIME"
 )
 
 FORMAT_TOKENS: Final = {
@@ -44,8 +45,35 @@ def format_help() -> str:
     return f"Print each record as this kcat -f format string: {tokens} %% a percent sign; \\n, \\t, \\r, \\\\ escapes."
 
 
+def parse_offsets(values: list[str], timestamp: str | None = None) -> StartAt:
+    """Every ``--offset`` (and ``--timestamp``) as kcat reads its ``-o``s: one start position, and one
+    ``e@TIME`` where to stop; a ``UsageError`` (exit 2) when there are more."""
+    from dataclasses import replace
+
+    from mongocdc.kafka.reader import StartAt
+
+    stops = [v for v in values if v.strip().startswith("e@")]
+    begins = [v for v in values if v not in stops]
+    given = [f"--offset {v}" for v in begins] + ([f"--timestamp {timestamp}"] if timestamp is not None else [])
+    hint = "--offset takes one start (beginning, end, N, -N, @TIME) and one stop (e@TIME); --timestamp TIME is @TIME"
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)}: give one start position", hint=hint)
+    if len(stops) > 1:
+        raise UsageError(f"{' and '.join(f'--offset {v}' for v in stops)}: give one stop position", hint=hint)
+    if begins:
+        start = parse_offset(begins[0])
+    elif timestamp is not None:
+        start = StartAt(timestamp_ms=parse_time_ms(timestamp, "--timestamp", bare="ms"))
+    else:
+        start = StartAt()
+    if stops:
+        start = replace(start, until_ms=parse_time_ms(stops[0].strip()[2:], "--offset e@", bare="ms"))
+    return start
+
+
 def parse_offset(value: str) -> StartAt:
-    """``--offset`` as kcat's ``-o``; a ``UsageError`` (exit 2) naming the forms when it is none of them."""
+    """One start position of ``--offset`` as kcat's ``-o``; a ``UsageError`` (exit 2) naming the forms when it
+    is none of them."""
     from mongocdc.kafka.reader import StartAt
 
     text = value.strip()

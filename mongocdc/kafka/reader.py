@@ -22,12 +22,14 @@ log = logging.getLogger("mongocdc.kafka")
 class StartAt:
     """Where reading starts in each partition (kcat's ``-o``): the beginning (nothing set), an ``offset``, the
     ``from_end``-th record before the end, the ``end`` (only records written from now on), or the first record
-    at or after ``timestamp_ms``."""
+    at or after ``timestamp_ms``; and where it stops (kcat's ``-o e@``): before the first record at or after
+    ``until_ms``."""
 
     offset: int | None = None
     timestamp_ms: int | None = None
     from_end: int | None = None
     end: bool = False
+    until_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,8 @@ class TopicReader:
         on_idle: Callable[[], None] | None = None,
     ) -> Iterator[DumpRecord]:
         """Yield records of ``partitions`` (every partition when not given) until each reached its end (or
-        forever with ``follow``); ``on_idle`` is called whenever a wait for the next record came back empty.
+        forever with ``follow``) or its first record at or after ``start.until_ms``; ``on_idle`` is called
+        whenever a wait for the next record came back empty.
 
         ``timeout`` bounds each request and the wait for the next record when not following.
         """
@@ -118,6 +121,7 @@ class TopicReader:
         starts, at_end = self._starts(topic, chosen, start)
         if not follow and at_end >= set(chosen):
             return
+        until: set[int] = set()  # the partitions that reached start.until_ms
         log.debug("reading %s from offsets %s", topic, starts)
         consumer.assign({(topic, p): offset for p, offset in starts.items()})
         count = 0
@@ -136,16 +140,24 @@ class TopicReader:
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
                     at_end.add(msg.partition() or 0)
-                    if not follow and at_end >= set(chosen):
+                    if not follow and at_end | until >= set(chosen):
                         return
                     continue
                 raise self._endpoint.failed(err, f"reading {topic}")
-            at_end.discard(msg.partition() or 0)
+            partition = msg.partition() or 0
+            at_end.discard(partition)
             _, ts = msg.timestamp()
+            if partition in until:
+                continue
+            if start.until_ms is not None and ts >= start.until_ms:
+                until.add(partition)
+                if until >= set(chosen):
+                    return
+                continue
             raw_headers: Any = msg.headers() or []
             yield DumpRecord(
                 topic=msg.topic() or topic,
-                partition=msg.partition() or 0,
+                partition=partition,
                 offset=msg.offset() or 0,
                 timestamp_ms=ts if ts >= 0 else None,
                 key=msg.key(),

@@ -119,6 +119,21 @@ def test_offsets_and_partitions_as_kcat_takes_them(kafka_bootstrap: str, two_par
     assert f"topic {name!r} has no partition 7 (it has 3: 0-2)" in missing.stderr
 
 
+def test_e_at_stops_each_partition_before_a_time_even_when_following(kafka_bootstrap: str, two_partitions: str) -> None:
+    name = two_partitions
+    assert values(kafka_bootstrap, name, "--offset", f"e@{T0 + 2}") == ["p0-0", "p0-1"]  # p1 starts at T0 + 10
+    window = values(kafka_bootstrap, name, "--offset", f"@{T0 + 1}", "--offset", f"e@{T0 + 12}")
+    assert window == ["p0-1", "p0-2", "p1-10", "p1-11"]
+    started = time.monotonic()
+    result = run_cli(
+        "topic", "dump", name, "-p", "0", "-p", "1", "--offset", f"e@{T0 + 1}", "--follow", "--raw",
+        "--bootstrap-servers", kafka_bootstrap,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "p0-0\n"  # and it ended: both partitions reached the time
+    assert time.monotonic() - started < 60
+
+
 def test_end_follows_only_new_records(kafka_bootstrap: str, two_partitions: str) -> None:
     follower = CliProcess(
         "--log-level", "debug", "topic", "dump", two_partitions, "--offset", "end", "--raw", "--follow", "-n", "1",
@@ -141,7 +156,9 @@ def test_bad_offsets_and_formats_are_usage_errors_saying_what_is_expected(kafka_
         (["--format", "%k\\q"], "unknown escape \\q", "\\n \\t"),
         (["--raw", "--key-only"], "give one of --key-only, --raw", "--key-only is --format"),
         (["--raw", "-o", "json"], "--raw prints records as they are: it takes no --output", "leave out -o"),
-        (["--offset", "1", "--timestamp", "1s"], "give --offset or --timestamp, not both", "--offset @TIME"),
+        (["--offset", "1", "--timestamp", "1s"], "--offset 1 and --timestamp 1s: give one start position", "@TIME"),
+        (["--offset", "e@1s", "--offset", "e@2s"], "--offset e@1s and --offset e@2s: give one stop position", "e@TIME"),
+        (["--offset", "e@never"], "--offset e@ 'never' is not a time", "ISO 8601"),
     ]
     for args, says, hint in cases:
         result = run_cli("topic", "dump", topic, *args, "--bootstrap-servers", kafka_bootstrap, "--timeout", "5")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mongocdc.cli.record_format import RecordFormat, parse_offset
+from mongocdc.cli.record_format import RecordFormat, parse_offset, parse_offsets
 from mongocdc.cli.times import parse_time_ms
 from mongocdc.errors import ExitCode, UsageError
 from mongocdc.kafka.reader import DumpRecord, StartAt
@@ -53,6 +53,15 @@ def test_anything_else_is_a_usage_error_naming_the_forms(text: str) -> None:
 )
 def test_offsets_are_kcats(text: str, start: StartAt) -> None:
     assert parse_offset(text) == start
+
+
+def test_one_start_and_one_stop_as_kcats_two_o() -> None:
+    assert parse_offsets(["@1s", "e@2s"]) == StartAt(timestamp_ms=1000, until_ms=2000)
+    assert parse_offsets(["e@2s"], timestamp="1000") == StartAt(timestamp_ms=1000, until_ms=2000)
+    assert parse_offsets(["-4"]) == StartAt(from_end=4)
+    assert parse_offsets([]) == StartAt()
+    with pytest.raises(UsageError, match="--offset 1 and --offset end: give one start position"):
+        parse_offsets(["1", "end"])
 
 
 def test_a_format_renders_bytes_as_they_are() -> None:
