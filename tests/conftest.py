@@ -13,7 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import hypothesis
 import pytest
+
+# Property tests check properties, not speed: a shared CI core can make one example take longer than
+# hypothesis' default 200 ms deadline, which would fail a test whose property holds.
+hypothesis.settings.register_profile("mongocdc", deadline=None)
+hypothesis.settings.load_profile("mongocdc")
 
 if TYPE_CHECKING:
     from tests.services.kafka import KafkaBroker

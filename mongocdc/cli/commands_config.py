@@ -8,17 +8,24 @@ from typing import Final
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, settings_flags
+from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, examples, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.config import PROPERTIES
 
-config_app = typer.Typer(help="Check and show the effective configuration.", no_args_is_help=True)
+config_app = typer.Typer(
+    help="Check and show the effective configuration.",
+    no_args_is_help=True,
+    epilog=examples("mongocdc config validate -c connector.yaml"),
+)
 
 REQUIRED_TO_STREAM: Final = ("topic.prefix", "mongodb.connection.string")
 """The properties without a default that ``mongocdc stream`` needs."""
 
 
-@config_app.command("validate")
+@config_app.command(
+    "validate",
+    epilog=examples("mongocdc config validate -c connector.yaml", "mongocdc config validate -c connector.json -o json"),
+)
 @settings_flags(*CONNECTOR_FLAGS)
 def validate(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     """Load and check the configuration for `mongocdc stream`; exit 3 and name every problem if it is invalid.
@@ -36,7 +43,10 @@ def validate(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
         sys.stdout.write("configuration is valid\n")
 
 
-@config_app.command("show")
+@config_app.command(
+    "show",
+    epilog=examples("mongocdc config show -c connector.yaml", "mongocdc config show --topic-prefix shop -o json"),
+)
 @settings_flags(*CONNECTOR_FLAGS)
 def show(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     """Print the effective settings (flags > env > file > defaults), secrets redacted, and where each came from.

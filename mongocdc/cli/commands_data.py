@@ -1,17 +1,21 @@
-"""``mongocdc discover`` and ``mongocdc topic dump|compare``."""
+"""``mongocdc discover`` and ``mongocdc topic list|dump|compare``."""
 
 from __future__ import annotations
 
 import base64
 import json
+import sys
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
+from click.core import ParameterSource
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OutputOpt, OutputRecordsOpt, settings_flags
+from mongocdc.cli.options import OutputOpt, OutputRecordsOpt, examples, settings_flags
+from mongocdc.cli.record_format import OFFSET_FORMS, RecordFormat, format_help, parse_offsets
 from mongocdc.cli.state import Output, state
+from mongocdc.cli.times import time_help
 from mongocdc.errors import ExitCode, UsageError
 
 
@@ -29,20 +33,10 @@ def decode_bytes(raw: bytes | None) -> Any:
         return text
 
 
-def parse_timestamp(value: str) -> int:
-    """Epoch milliseconds, or an ISO 8601 time (UTC when it has no offset)."""
-    if value.isdigit():
-        return int(value)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise UsageError(
-            f"--timestamp {value!r} is neither epoch milliseconds nor an ISO 8601 time",
-            hint="for example --timestamp 2026-01-31T12:00:00Z or --timestamp 1769860800000",
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp() * 1000)
+DISCOVER_EXAMPLES: Final = examples(
+    "mongocdc discover --connection-string 'mongodb://mongo1:27017/?replicaSet=rs0'",
+    "mongocdc discover -c connector.yaml -o json",
+)
 
 
 @settings_flags("mongodb.connection.string")
@@ -74,10 +68,69 @@ def discover(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     render.emit(output, data, ["field", "value"], rows, title="MongoDB topology")
 
 
-topic_app = typer.Typer(help="Inspect Kafka topics.", no_args_is_help=True)
+topic_app = typer.Typer(
+    help="Inspect Kafka topics.",
+    no_args_is_help=True,
+    epilog=examples("mongocdc topic list shop. --bootstrap-servers kafka1:9092"),
+)
 
 
-@topic_app.command("dump")
+TABLE_VALUE_WIDTH: Final = 100
+"""The longest key or value a ``topic dump`` table shows; a longer one ends in ``…`` (``-o json`` and ``--raw``
+print them whole)."""
+
+
+def _one_line(decoded: Any) -> str:
+    """A decoded key or value as one table cell: compact JSON, text as it is, ``null`` for none."""
+    text = decoded if isinstance(decoded, str) else json.dumps(decoded, separators=(",", ":"))
+    return text if len(text) <= TABLE_VALUE_WIDTH else text[: TABLE_VALUE_WIDTH - 1] + "…"
+
+
+def _iso_ms(timestamp_ms: int | None) -> str:
+    if timestamp_ms is None:
+        return "-"
+    return datetime.fromtimestamp(timestamp_ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _DumpTable:
+    """``topic dump -o table``: the records read so far, as one table, printed when the reader waits (so a
+    ``--follow`` prints a table per burst of records) and at the end."""
+
+    COLUMNS: Final = ("partition", "offset", "timestamp", "key", "value", "headers")
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.rows: list[list[Any]] = []
+
+    def add(self, record: Any) -> None:
+        headers = ",".join(f"{k}={_one_line(decode_bytes(v))}" for k, v in record.headers)
+        self.rows.append(
+            [
+                record.partition,
+                record.offset,
+                _iso_ms(record.timestamp_ms),
+                _one_line(decode_bytes(record.key)),
+                _one_line(decode_bytes(record.value)),
+                headers,
+            ]
+        )
+
+    def flush(self) -> None:
+        if self.rows:
+            render.table(self.topic, self.COLUMNS, self.rows)
+            self.rows = []
+
+
+@topic_app.command(
+    "dump",
+    epilog=examples(
+        "mongocdc topic dump shop.inventory.orders -n 10",
+        "mongocdc topic dump shop.inventory.orders -p 0 --offset -5 -o json",
+        "mongocdc topic dump shop.inventory.orders --offset @2026-11-26T10:00:00Z --key-only",
+        "mongocdc topic dump shop.inventory.orders --offset @2026-11-26T10:00:00Z --offset e@2026-11-26T11:00:00Z",
+        "mongocdc topic dump shop.inventory.orders --format '%p:%o %T %k\\t%s\\n'",
+    ),
+)
 @settings_flags("kafka.bootstrap.servers")
 def dump(
     ctx: typer.Context,
@@ -85,17 +138,46 @@ def dump(
         str, typer.Argument(help="Topic to read, e.g. <topic.prefix>.<db>.<collection>.", show_default=False)
     ],
     output: OutputRecordsOpt = Output.table,
+    partition: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--partition",
+            "-p",
+            help="Read only this partition (repeat for more) [default: all].",
+            min=0,
+            show_default=False,
+        ),
+    ] = None,
     offset: Annotated[
-        int | None, typer.Option("--offset", help="Start at this offset in every partition.", show_default=False)
+        list[str] | None,
+        typer.Option(
+            "--offset",
+            metavar="beginning|end|N|-N|@TIME|e@TIME",
+            help=f"Where to start in each partition, as kcat's -o: {OFFSET_FORMS}. TIME is "
+            f"{time_help('ms')}. [default: beginning]",
+            show_default=False,
+        ),
     ] = None,
     timestamp: Annotated[
         str | None,
         typer.Option(
             "--timestamp",
-            help="Start at the first record at or after this time (ISO 8601 or epoch ms).",
+            metavar="TIME",
+            help=f"Start at the first record at or after this time (the same as --offset @TIME): {time_help('ms')}.",
             show_default=False,
         ),
     ] = None,
+    record_format: Annotated[
+        str | None,
+        typer.Option("--format", metavar="FMT", help=format_help(), show_default=False),
+    ] = None,
+    key_only: Annotated[
+        bool, typer.Option("--key-only", help="Print only each record's key, as it is, one per line.")
+    ] = False,
+    raw: Annotated[
+        bool,
+        typer.Option("--raw", help="Print only each record's value, as it is (no JSON reformatting), one per line."),
+    ] = False,
     max_messages: Annotated[
         int | None,
         typer.Option("--max-messages", "-n", help="Stop after this many records.", min=1, show_default=False),
@@ -105,40 +187,105 @@ def dump(
     ] = 10.0,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep waiting for new records.")] = False,
 ) -> None:
-    """Print a topic's records (key, value decoded from JSON, headers) from the beginning, an offset or a time."""
-    from mongocdc.kafka.reader import StartAt, TopicReader
+    """Print a topic's records: a table, JSON lines (key and value decoded), or as they are (--raw, --key-only,
+    --format).
 
-    if offset is not None and timestamp is not None:
-        raise typer.BadParameter("give --offset or --timestamp, not both")
+    By default every partition is read from its beginning to its end; --offset and --timestamp start elsewhere,
+    -p reads some partitions only, --follow keeps waiting for new records. -o table shows keys and values on one
+    line each, longer than 100 characters shortened; -o json prints one object per record.
+    """
+    from mongocdc.kafka.reader import TopicReader
+
+    modes = [name for name, given in (("--format", record_format), ("--key-only", key_only), ("--raw", raw)) if given]
+    if len(modes) > 1:
+        raise UsageError(f"give one of {', '.join(modes)}", hint="--key-only is --format '%k\\n', --raw '%s\\n'")
+    if modes and ctx.get_parameter_source("output") is ParameterSource.COMMANDLINE:
+        raise UsageError(
+            f"{modes[0]} prints records as they are: it takes no --output",
+            hint="leave out -o, or leave out " + modes[0],
+        )
+    start = parse_offsets(offset or [], timestamp)
+    text_format = RecordFormat.compile(record_format if record_format is not None else "%k\\n" if key_only else "%s\\n")
+    table = _DumpTable(topic) if output is Output.table and not modes else None
     settings = state(ctx).settings()
-    start = StartAt(offset=offset, timestamp_ms=parse_timestamp(timestamp) if timestamp else None)
     reader = TopicReader(settings.kafka_client)
     try:
-        for record in reader.read(topic, start, max_messages=max_messages, timeout=timeout, follow=follow):
-            item = {
-                "topic": record.topic,
-                "partition": record.partition,
-                "offset": record.offset,
-                "timestamp": record.timestamp_ms,
-                "key": decode_bytes(record.key),
-                "value": decode_bytes(record.value),
-                "headers": {k: decode_bytes(v) for k, v in record.headers},
-            }
-            if output is Output.json:
-                render.print_json(item)
+        records = reader.read(
+            topic,
+            start,
+            partitions=partition,
+            max_messages=max_messages,
+            timeout=timeout,
+            follow=follow,
+            on_idle=table.flush if table is not None else None,
+        )
+        for record in records:
+            if modes:
+                sys.stdout.buffer.write(text_format.render(record))
+                sys.stdout.buffer.flush()
+            elif table is not None:
+                table.add(record)
             else:
-                when = (
-                    datetime.fromtimestamp(record.timestamp_ms / 1000, tz=UTC).isoformat()
-                    if record.timestamp_ms is not None
-                    else "-"
+                render.print_json(
+                    {
+                        "topic": record.topic,
+                        "partition": record.partition,
+                        "offset": record.offset,
+                        "timestamp": record.timestamp_ms,
+                        "key": decode_bytes(record.key),
+                        "value": decode_bytes(record.value),
+                        "headers": {k: decode_bytes(v) for k, v in record.headers},
+                    }
                 )
-                render.stdout.rule(f"{record.topic} [{record.partition}] @{record.offset}  {when}")
-                render.stdout.print_json(data={"key": item["key"], "value": item["value"], "headers": item["headers"]})
+        if table is not None:
+            table.flush()
     finally:
         reader.close()
 
 
-@topic_app.command("compare")
+@topic_app.command("list", epilog=examples("mongocdc topic list", "mongocdc topic list shop. -o json"))
+@settings_flags("kafka.bootstrap.servers")
+def list_topics(
+    ctx: typer.Context,
+    prefix: Annotated[
+        str | None,
+        typer.Argument(
+            help="List only the topics whose names start with this, e.g. <topic.prefix>.", show_default=False
+        ),
+    ] = None,
+    output: OutputOpt = Output.table,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Give up a request after this many seconds.", min=0.1)
+    ] = 10.0,
+) -> None:
+    """List the cluster's topics with their partitions and messages (from each partition's low and high offsets).
+
+    The message count is the sum over partitions of the high offset minus the low one: exact for a topic of
+    plain records, an upper bound for a compacted topic or one written in transactions.
+    """
+    from mongocdc.kafka.reader import TopicReader
+
+    settings = state(ctx).settings()
+    reader = TopicReader(settings.kafka_client)
+    try:
+        names = {t: n for t, n in reader.topics(timeout=timeout).items() if prefix is None or t.startswith(prefix)}
+        listed = []
+        for topic, count in names.items():
+            marks = reader.watermarks(topic, count, timeout=timeout)
+            listed.append({"topic": topic, "partitions": count, "messages": sum(high - low for low, high in marks)})
+    finally:
+        reader.close()
+    rows = [[t["topic"], t["partitions"], t["messages"]] for t in listed]
+    render.emit(output, listed, ["topic", "partitions", "messages"], rows, title="topics")
+
+
+@topic_app.command(
+    "compare",
+    epilog=examples(
+        "mongocdc topic compare dbserver1 -c mongocdc.yaml",
+        "mongocdc topic compare dbserver1 --prefix shop --bootstrap-servers kafka1:9092 -o json",
+    ),
+)
 @settings_flags("kafka.bootstrap.servers")
 def compare_topics(
     ctx: typer.Context,
@@ -165,8 +312,6 @@ def compare_topics(
     two prefixes is read to its end and matched per topic and key. Only what cannot be equal
     is ignored: the prefix, the connector version, wall-clock times, an update's looked-up
     document read later, and the number of heartbeats.
-
-    Example: mongocdc -c mongocdc.yaml topic compare dbserver1
     """
     from mongocdc.events.compare import Record, compare
     from mongocdc.kafka.reader import StartAt, TopicReader

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OFFSETS, OutputOpt, settings_flags
+from mongocdc.cli.options import OFFSETS, OutputOpt, examples, settings_flags
 from mongocdc.cli.state import Output, state
+from mongocdc.cli.times import parse_time_ms, time_help
 from mongocdc.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -132,38 +133,27 @@ def shown_record(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return shown
 
 
-# --- parsing what the operator typed (a bad value is invalid configuration: exit 3) ---------
+# --- parsing what the operator typed (a bad value is a usage error: exit 2) ---------
 
 
 def parse_epoch_seconds(value: str, now: datetime | None = None) -> int:
-    """Epoch seconds of ``--to-timestamp``: ISO 8601 (UTC when it has no offset) or epoch seconds.
+    """Epoch seconds of ``--to-timestamp`` (``times.parse_time_ms``: ISO 8601, ``…s``, ``…ms``, a bare number
+    of seconds); a ``UsageError`` (exit 2) when it is no time, out of a cluster time's range or in the future.
 
     Fractions of a second are dropped, so the position is never after the time asked for.
     """
-    text = value.strip()
-    if text.isdigit():
-        seconds = int(text)
-    else:
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            raise ConfigError(
-                f"--to-timestamp {value!r} is neither an ISO 8601 time nor epoch seconds",
-                hint="for example --to-timestamp 2026-01-31T12:00:00Z or --to-timestamp 1769860800",
-            ) from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        seconds = int(parsed.timestamp())
+    seconds = parse_time_ms(value, "--to-timestamp", bare="s") // 1000
     current = int((now or datetime.now(UTC)).timestamp())
     if seconds < 1 or seconds > _MAX_TIMESTAMP_SECONDS:
-        raise ConfigError(
+        raise UsageError(
             f"--to-timestamp {value!r} is out of range (epoch seconds from 1 to {_MAX_TIMESTAMP_SECONDS})",
-            hint="give the time in epoch seconds (not milliseconds) or as ISO 8601",
+            hint="a bare number is epoch seconds: give milliseconds with their unit (1795687200000ms), "
+            "or ISO 8601 (2026-11-26T10:00:00Z)",
         )
     if seconds > current:
-        raise ConfigError(
+        raise UsageError(
             f"--to-timestamp {value!r} ({_iso(seconds)}) is in the future: every change until then would be skipped",
-            hint="give a past time, in epoch seconds (not milliseconds) or ISO 8601",
+            hint="give a past time: ISO 8601 (2026-11-26T10:00:00Z), 1795687200s or 1795687200000ms",
         )
     return seconds
 
@@ -541,10 +531,19 @@ STORE_FLAGS: Final = (OFFSETS, "name", "kafka.bootstrap.servers")
 """Which offset store, and whose offsets in it."""
 
 
-offsets_app = typer.Typer(help="Read and edit stored connector offsets.", no_args_is_help=True)
+offsets_app = typer.Typer(
+    help="Read and edit stored connector offsets.",
+    no_args_is_help=True,
+    epilog=examples("mongocdc offsets show -c connector.yaml"),
+)
 
 
-@offsets_app.command("show")
+@offsets_app.command(
+    "show",
+    epilog=examples(
+        "mongocdc offsets show -c connector.yaml", "mongocdc offsets show --offsets sqlite:offsets.db --all -o json"
+    ),
+)
 @settings_flags(*STORE_FLAGS)
 def show(
     ctx: typer.Context,
@@ -598,7 +597,13 @@ def show(
     )
 
 
-@offsets_app.command("reset")
+@offsets_app.command(
+    "reset",
+    epilog=examples(
+        "mongocdc offsets reset -c connector.yaml --yes",
+        "mongocdc offsets reset -c connector.yaml --partition rs0 --to-timestamp 2026-11-26T10:00:00Z --yes",
+    ),
+)
 @settings_flags(*STORE_FLAGS)
 def reset(
     ctx: typer.Context,
@@ -607,8 +612,8 @@ def reset(
         str | None,
         typer.Option(
             "--to-timestamp",
-            help="Move the position to this time instead of deleting it: ISO 8601 (UTC when no offset is "
-            "given) or epoch seconds; streaming restarts with the first change at or after it.",
+            help="Move the position to this time instead of deleting it; streaming restarts with the first "
+            f"change at or after it. {time_help('s')}.",
             show_default=False,
         ),
     ] = None,
@@ -650,7 +655,12 @@ def reset(
     _render(output, connector, changes, partition)
 
 
-@offsets_app.command("set")
+@offsets_app.command(
+    "set",
+    epilog=examples(
+        "mongocdc offsets set -c connector.yaml --partition rs0 --resume-token 82692F0B28000000012B0429296E1404 --yes"
+    ),
+)
 @settings_flags(*STORE_FLAGS)
 def set_(
     ctx: typer.Context,
@@ -710,7 +720,13 @@ def set_(
     _render(output, connector, changes)
 
 
-@offsets_app.command("import")
+@offsets_app.command(
+    "import",
+    epilog=examples(
+        "mongocdc offsets import -c connector.yaml --from-kafka-connect --connector-name inventory-connector --dry-run",
+        "mongocdc offsets import -c connector.yaml --from-kafka-connect --connect-offsets-file connect.offsets --yes",
+    ),
+)
 @settings_flags(*STORE_FLAGS, "topic.prefix", "mongodb.connection.string")
 def import_(
     ctx: typer.Context,
@@ -824,7 +840,13 @@ def _handover(
     return settings, prefix, location, connector_name or settings.name
 
 
-@offsets_app.command("export")
+@offsets_app.command(
+    "export",
+    epilog=examples(
+        "mongocdc offsets export -c connector.yaml --to-kafka-connect --connector-name inventory --dry-run -o json",
+        "mongocdc offsets export -c connector.yaml --to-kafka-connect --connect-offsets-topic connect-offsets --yes",
+    ),
+)
 @settings_flags(*STORE_FLAGS, "topic.prefix")
 def export(
     ctx: typer.Context,

@@ -10,7 +10,7 @@ import typer
 
 from mongocdc.cli import render
 from mongocdc.cli.graceful_stop import GracefulStop
-from mongocdc.cli.options import OutputLinesOpt, OutputOpt, settings_flags
+from mongocdc.cli.options import OutputLinesOpt, OutputOpt, examples, settings_flags
 from mongocdc.cli.state import Output, state
 
 if TYPE_CHECKING:
@@ -22,10 +22,20 @@ log = logging.getLogger("mongocdc.replicate")
 REPLICATION_FLAGS: Final = ("src.kafka.bootstrap.servers", "dest.kafka.bootstrap.servers", "topics")
 """The two clusters and the topics, which both commands take."""
 
-failover_app = typer.Typer(help="Move consumer groups between replicated Kafka clusters.", no_args_is_help=True)
+failover_app = typer.Typer(
+    help="Move consumer groups between replicated Kafka clusters.",
+    no_args_is_help=True,
+    epilog=examples("mongocdc failover translate -c replicate.yaml --group orders-app"),
+)
 
 
-@failover_app.command("translate")
+@failover_app.command(
+    "translate",
+    epilog=examples(
+        "mongocdc failover translate -c replicate.yaml --group orders-app",
+        "mongocdc failover translate -c replicate.yaml --group orders-app --apply",
+    ),
+)
 @settings_flags(*REPLICATION_FLAGS)
 def failover_translate(
     ctx: typer.Context,
@@ -75,6 +85,12 @@ def failover_translate(
     finally:
         translator.close()
     _render_translation(output, report)
+
+
+REPLICATE_EXAMPLES: Final = examples(
+    r"mongocdc replicate --source kafka-a:9092 --target kafka-b:9092 --topics 'shop\..*'",
+    "mongocdc replicate -c replicate.yaml --status-interval 30",
+)
 
 
 @settings_flags(*REPLICATION_FLAGS, "groups", "topic.rename.format", "name")

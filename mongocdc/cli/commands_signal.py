@@ -20,7 +20,7 @@ import typer
 from bson import json_util
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OutputOpt, settings_flags
+from mongocdc.cli.options import OutputOpt, examples, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.errors import ConfigError
 
@@ -241,15 +241,27 @@ def _run(
 SIGNAL_FLAGS: Final = ("mongodb.connection.string", "kafka.bootstrap.servers", "topic.prefix")
 """Where the two channels write: the source cluster, and the Kafka cluster with the connector's key."""
 
-signal_app = typer.Typer(help="Send signals to a running connector.", no_args_is_help=True)
+signal_app = typer.Typer(
+    help="Send signals to a running connector.",
+    no_args_is_help=True,
+    epilog=examples("mongocdc signal send log -c connector.yaml -m 'are signals read?'"),
+)
 send_app = typer.Typer(
     help="Write a signal for a running connector through the source or kafka channel and print its id.",
     no_args_is_help=True,
+    epilog=examples("mongocdc signal send execute-snapshot -c connector.yaml --collections shop.orders"),
 )
 signal_app.add_typer(send_app, name="send")
 
 
-@send_app.command("execute-snapshot")
+@send_app.command(
+    "execute-snapshot",
+    epilog=examples(
+        r"mongocdc signal send execute-snapshot -c connector.yaml --collections 'shop\.orders'",
+        'mongocdc signal send execute-snapshot -c connector.yaml --collections shop.orders --filter \'shop.orders={"status": "open"}\'',  # noqa: E501
+        r"mongocdc signal send execute-snapshot -c connector.yaml --collections 'shop\..*' --snapshot-type blocking",
+    ),
+)
 @settings_flags(*SIGNAL_FLAGS)
 def execute_snapshot(
     ctx: typer.Context,
@@ -273,7 +285,13 @@ def execute_snapshot(
     _run(ctx, "execute-snapshot", data, signal_id=signal_id, channel=channel, output=output)
 
 
-@send_app.command("stop-snapshot")
+@send_app.command(
+    "stop-snapshot",
+    epilog=examples(
+        "mongocdc signal send stop-snapshot -c connector.yaml",
+        "mongocdc signal send stop-snapshot -c connector.yaml --collections shop.orders",
+    ),
+)
 @settings_flags(*SIGNAL_FLAGS)
 def stop_snapshot(
     ctx: typer.Context,
@@ -289,7 +307,7 @@ def stop_snapshot(
     _run(ctx, "stop-snapshot", data, signal_id=signal_id, channel=channel, output=output)
 
 
-@send_app.command("pause-snapshot")
+@send_app.command("pause-snapshot", epilog=examples("mongocdc signal send pause-snapshot -c connector.yaml"))
 @settings_flags(*SIGNAL_FLAGS)
 def pause_snapshot(
     ctx: typer.Context, signal_id: IdOpt = None, channel: ChannelOpt = None, output: OutputOpt = Output.table
@@ -298,7 +316,7 @@ def pause_snapshot(
     _run(ctx, "pause-snapshot", {"type": "incremental"}, signal_id=signal_id, channel=channel, output=output)
 
 
-@send_app.command("resume-snapshot")
+@send_app.command("resume-snapshot", epilog=examples("mongocdc signal send resume-snapshot -c connector.yaml"))
 @settings_flags(*SIGNAL_FLAGS)
 def resume_snapshot(
     ctx: typer.Context, signal_id: IdOpt = None, channel: ChannelOpt = None, output: OutputOpt = Output.table
@@ -307,7 +325,7 @@ def resume_snapshot(
     _run(ctx, "resume-snapshot", {"type": "incremental"}, signal_id=signal_id, channel=channel, output=output)
 
 
-@send_app.command("log")
+@send_app.command("log", epilog=examples("mongocdc signal send log -c connector.yaml -m 'are signals read?'"))
 @settings_flags(*SIGNAL_FLAGS)
 def log_signal(
     ctx: typer.Context,

@@ -7,7 +7,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
@@ -16,7 +16,7 @@ from mongocdc.cli.commands_offsets import missing_store
 from mongocdc.cli.commands_signal import ChannelOpt, CollectionsOpt, FilterOpt
 from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.metrics_server import serve_metrics
-from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, settings_flags
+from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, examples, settings_flags
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
 from mongocdc.config import Settings
@@ -111,6 +111,12 @@ def _readable(record: Mapping[str, Any]) -> SourceOffset | None:
         return SourceOffset.from_record(record)
     except ValueError:
         return None
+
+
+SNAPSHOT_EXAMPLES: Final = examples(
+    "mongocdc snapshot -c connector.yaml",
+    "mongocdc snapshot -c connector.yaml --incremental --collections shop.orders --wait --timeout 600",
+)
 
 
 @settings_flags(*CONNECTOR_FLAGS, "metrics.port")

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OutputLinesOpt, OutputOpt, settings_flags
+from mongocdc.cli.options import OutputLinesOpt, OutputOpt, examples, settings_flags
 from mongocdc.cli.state import LogFormat, LogLevel, Output, state
 from mongocdc.errors import UsageError
 from mongocdc.spark.options import (
@@ -76,10 +76,21 @@ def _render_status(output: Output, data: dict[str, Any]) -> None:
     render.table("spark job status", ["", "value"], rows)
 
 
-spark_app = typer.Typer(help="The downstream PySpark job that turns CDC topics into tables.", no_args_is_help=True)
+spark_app = typer.Typer(
+    help="The downstream PySpark job that turns CDC topics into tables.",
+    no_args_is_help=True,
+    epilog=examples("mongocdc spark run -c connector.yaml --warehouse /data/warehouse"),
+)
 
 
-@spark_app.command("run")
+@spark_app.command(
+    "run",
+    epilog=examples(
+        "mongocdc spark run -c connector.yaml --warehouse /data/warehouse",
+        "mongocdc spark run --bootstrap-servers kafka1:9092 --topic-prefix shop --warehouse s3a://lake/shop --once",
+        "mongocdc spark run -c connector.yaml --warehouse /data/warehouse --columns 'name:string,qty:int' --once",
+    ),
+)
 @settings_flags("kafka.bootstrap.servers", "topic.prefix")
 def spark_run(
     ctx: typer.Context,
@@ -297,7 +308,13 @@ def spark_run(
     _render_run(output, result, plan.options.warehouse)
 
 
-@spark_app.command("status")
+@spark_app.command(
+    "status",
+    epilog=examples(
+        "mongocdc spark status --warehouse /data/warehouse",
+        "mongocdc spark status --checkpoint /data/warehouse/_mongocdc/checkpoint -o json",
+    ),
+)
 def spark_status(
     checkpoint: CheckpointOpt = None,
     warehouse: Annotated[

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import typer
 
 from mongocdc.cli import render
 from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.metrics_server import serve_metrics
-from mongocdc.cli.options import CONNECTOR_FLAGS, OutputLinesOpt, settings_flags
+from mongocdc.cli.options import CONNECTOR_FLAGS, OutputLinesOpt, examples, settings_flags
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
 
@@ -28,6 +28,12 @@ def status_line(stats: StreamStats) -> str:
     return (
         f"streamed {total} event{'' if total == 1 else 's'} ({counts}), {commits} commit{'' if commits == 1 else 's'}"
     )
+
+
+STREAM_EXAMPLES: Final = examples(
+    "mongocdc stream -c connector.yaml",
+    "mongocdc stream --connection-string 'mongodb://mongo1/?replicaSet=rs0' --topic-prefix shop --bootstrap-servers k1:9092",  # noqa: E501
+)
 
 
 @settings_flags(*CONNECTOR_FLAGS, "metrics.port")

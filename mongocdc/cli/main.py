@@ -17,6 +17,7 @@ from click.core import ParameterSource
 
 from mongocdc import __version__
 from mongocdc.cli import (
+    commands_completions,
     commands_config,
     commands_data,
     commands_offsets,
@@ -26,11 +27,14 @@ from mongocdc.cli import (
     commands_spark,
     commands_stream,
 )
+from mongocdc.cli.options import examples
 from mongocdc.cli.state import LogFormat, LogLevel, Output, log_formatter, state
 from mongocdc.config import redact_text
 from mongocdc.errors import ExitCode, MongocdcError
 
-CONFIG_FREE_COMMANDS = frozenset({("version",), ("spark", "status")})
+CONFIG_FREE_COMMANDS = frozenset(
+    {("version",), ("spark", "status"), ("completions", "show"), ("completions", "install")}
+)
 """Commands that read no configuration, so they take no ``--config``."""
 
 CONFIG_HELP = "Configuration file: YAML, JSON (a Kafka Connect REST body too) or Java .properties."
@@ -178,6 +182,11 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
     suggest_commands=False,
+    epilog=examples(
+        "mongocdc -c connector.yaml discover",
+        "mongocdc -c connector.yaml stream",
+        "mongocdc --log-level debug stream -c connector.yaml",
+    ),
 )
 
 
@@ -231,22 +240,23 @@ def global_options(
         ctx.default_map = {**(ctx.default_map or {}), **_output_defaults(ctx.command, output)}
 
 
-@app.command()
+@app.command(epilog=examples("mongocdc version"))
 def version() -> None:
     """Print the mongocdc version."""
     sys.stdout.write(f"mongocdc {__version__}\n")
 
 
-app.command()(commands_data.discover)
+app.command(epilog=commands_data.DISCOVER_EXAMPLES)(commands_data.discover)
 app.add_typer(commands_data.topic_app, name="topic")
-app.command()(commands_stream.stream)
-app.command()(commands_snapshot.snapshot)
+app.command(epilog=commands_stream.STREAM_EXAMPLES)(commands_stream.stream)
+app.command(epilog=commands_snapshot.SNAPSHOT_EXAMPLES)(commands_snapshot.snapshot)
 app.add_typer(commands_signal.signal_app, name="signal")
 app.add_typer(commands_offsets.offsets_app, name="offsets")
 app.add_typer(commands_config.config_app, name="config")
 app.add_typer(commands_replicate.failover_app, name="failover")
-app.command()(commands_replicate.replicate)
+app.command(epilog=commands_replicate.REPLICATE_EXAMPLES)(commands_replicate.replicate)
 app.add_typer(commands_spark.spark_app, name="spark")
+app.add_typer(commands_completions.completions_app, name="completions")
 
 
 def _report(message: str, hint: str | None, code: ExitCode, fmt: LogFormat) -> None:

@@ -135,3 +135,18 @@ def settings_flags(*flags: str | SettingsFlag) -> Callable[[Command], Command]:
         return with_flags  # type: ignore[return-value]
 
     return decorate
+
+
+def examples(*commands: str) -> str:
+    """A command's ``Examples`` (its help's epilog, and the man page's EXAMPLES): each line as it is typed.
+
+    ``\\b`` keeps click from rewrapping the lines; ``docs.py`` reads the commands back with ``examples_of``.
+    """
+    return "Examples:\n\n\b\n" + "\n".join(f"  {command}" for command in commands)
+
+
+def examples_of(epilog: str | None) -> list[str]:
+    """The commands of an ``examples`` epilog (none when the epilog is something else)."""
+    if not epilog or not epilog.startswith("Examples:"):
+        return []
+    return [line.strip() for line in epilog.splitlines()[1:] if line.strip() and line.strip() != "\b"]

@@ -1,25 +1,35 @@
-"""``TopicReader``: reads a topic from the beginning, an offset or a time (``topic dump``, ``topic compare``)."""
+"""``TopicReader``: reads a topic from the beginning, an offset, its end or a time (``topic dump``, ``topic compare``),
+and lists a cluster's topics with their offsets (``topic list``)."""
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError
 
 from mongocdc.errors import UsageError
-from mongocdc.kafka.consumer import BEGINNING, KafkaConsumer
+from mongocdc.kafka.consumer import KafkaConsumer
 from mongocdc.kafka.errors import Endpoint
+
+log = logging.getLogger("mongocdc.kafka")
 
 
 @dataclass(frozen=True, slots=True)
 class StartAt:
-    """Where reading starts: the beginning, an offset (each partition) or a timestamp (ms)."""
+    """Where reading starts in each partition (kcat's ``-o``): the beginning (nothing set), an ``offset``, the
+    ``from_end``-th record before the end, the ``end`` (only records written from now on), or the first record
+    at or after ``timestamp_ms``; and where it stops (kcat's ``-o e@``): before the first record at or after
+    ``until_ms``."""
 
     offset: int | None = None
     timestamp_ms: int | None = None
+    from_end: int | None = None
+    end: bool = False
+    until_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +57,7 @@ class TopicReader:
             reason = info.error.str() if info is not None and info.error is not None else "no partitions"
             raise UsageError(
                 f"topic {topic!r} does not exist on {self.bootstrap} ({reason})",
-                hint="list topics with your Kafka tools; data topics are named <topic.prefix>.<db>.<collection>",
+                hint="list topics with mongocdc topic list; data topics are named <topic.prefix>.<db>.<collection>",
             )
         return sorted(info.partitions)
 
@@ -57,36 +67,70 @@ class TopicReader:
         metadata = self._consumer.metadata()
         return {name: len(metadata.topics[name].partitions) for name in sorted(metadata.topics)}
 
+    def watermarks(self, topic: str, partitions: int, timeout: float = 10.0) -> list[tuple[int, int]]:
+        """``(low, high)`` offsets of each of the first ``partitions`` partitions of ``topic``."""
+        self._consumer.timeout_s = timeout
+        return [self._consumer.watermarks(topic, p) for p in range(partitions)]
+
+    def _starts(self, topic: str, partitions: list[int], start: StartAt) -> tuple[dict[int, int], set[int]]:
+        """Each partition's first offset to read, and the partitions with nothing to read before their end."""
+        consumer = self._consumer
+        marks = {p: consumer.watermarks(topic, p) for p in partitions}
+        if start.timestamp_ms is not None:
+            found = consumer.offsets_for_times({(topic, p): start.timestamp_ms for p in partitions})
+            # -1: no record at or after the time, so reading starts at the end
+            starts = {p: found[(topic, p)] if found[(topic, p)] >= 0 else marks[p][1] for p in partitions}
+        elif start.offset is not None:
+            starts = {p: max(start.offset, marks[p][0]) for p in partitions}
+        elif start.from_end is not None:
+            starts = {p: max(marks[p][1] - start.from_end, marks[p][0]) for p in partitions}
+        elif start.end:
+            starts = {p: marks[p][1] for p in partitions}
+        else:
+            starts = {p: marks[p][0] for p in partitions}
+        return starts, {p for p in partitions if starts[p] >= marks[p][1]}
+
     def read(
         self,
         topic: str,
         start: StartAt,
         *,
+        partitions: Sequence[int] | None = None,
         max_messages: int | None = None,
         timeout: float = 10.0,
         follow: bool = False,
+        on_idle: Callable[[], None] | None = None,
     ) -> Iterator[DumpRecord]:
-        """Yield records until every partition reached its end (or forever with ``follow``).
+        """Yield records of ``partitions`` (every partition when not given) until each reached its end (or
+        forever with ``follow``) or its first record at or after ``start.until_ms``; ``on_idle`` is called
+        whenever a wait for the next record came back empty.
 
         ``timeout`` bounds each request and the wait for the next record when not following.
         """
         consumer = self._consumer
         consumer.timeout_s = timeout
-        partitions = self._partitions(topic)
-        offsets = dict.fromkeys(((topic, p) for p in partitions), BEGINNING)
-        if start.offset is not None:
-            if start.offset < 0:
-                raise UsageError(f"--offset must be >= 0, got {start.offset}")
-            offsets = dict.fromkeys(offsets, start.offset)
-        elif start.timestamp_ms is not None:
-            offsets = consumer.offsets_for_times(dict.fromkeys(offsets, start.timestamp_ms))
-        consumer.assign(offsets)
-        at_end: set[int] = set()
+        existing = self._partitions(topic)
+        chosen = sorted(set(partitions)) if partitions else existing
+        missing = [p for p in chosen if p not in existing]
+        if missing:
+            raise UsageError(
+                f"topic {topic!r} has no partition {', '.join(map(str, missing))} "
+                f"(it has {len(existing)}: {existing[0]}-{existing[-1]})",
+                hint="give a partition it has, or leave -p out to read them all",
+            )
+        starts, at_end = self._starts(topic, chosen, start)
+        if not follow and at_end >= set(chosen):
+            return
+        until: set[int] = set()  # the partitions that reached start.until_ms
+        log.debug("reading %s from offsets %s", topic, starts)
+        consumer.assign({(topic, p): offset for p, offset in starts.items()})
         count = 0
         last_progress = time.monotonic()
         while max_messages is None or count < max_messages:
             batch = consumer.consume(1, 0.2)
             if not batch:
+                if on_idle is not None:
+                    on_idle()
                 if not follow and time.monotonic() - last_progress > timeout:
                     return
                 continue
@@ -96,16 +140,24 @@ class TopicReader:
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
                     at_end.add(msg.partition() or 0)
-                    if not follow and at_end >= set(partitions):
+                    if not follow and at_end | until >= set(chosen):
                         return
                     continue
                 raise self._endpoint.failed(err, f"reading {topic}")
-            at_end.discard(msg.partition() or 0)
+            partition = msg.partition() or 0
+            at_end.discard(partition)
             _, ts = msg.timestamp()
+            if partition in until:
+                continue
+            if start.until_ms is not None and ts >= start.until_ms:
+                until.add(partition)
+                if until >= set(chosen):
+                    return
+                continue
             raw_headers: Any = msg.headers() or []
             yield DumpRecord(
                 topic=msg.topic() or topic,
-                partition=msg.partition() or 0,
+                partition=partition,
                 offset=msg.offset() or 0,
                 timestamp_ms=ts if ts >= 0 else None,
                 key=msg.key(),
