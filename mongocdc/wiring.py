@@ -35,7 +35,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("mongocdc.wiring")
 
 
+ONE_SHOT_TUNING = "--timeout sets how long the one attempt waits"
+"""The hint's last words when a one-shot command's one attempt failed."""
+
+
 def backoff(settings: Settings) -> Backoff:
+    """The ``connect.*`` retries; one attempt for a one-shot command (``Settings.one_shot_timeout_s``)."""
+    if settings.one_shot_timeout_s is not None:
+        return Backoff.once(ONE_SHOT_TUNING)
     return Backoff(
         initial_delay_s=settings.connect_backoff_initial_delay_ms / 1000,
         max_delay_s=settings.connect_backoff_max_delay_ms / 1000,
@@ -43,10 +50,23 @@ def backoff(settings: Settings) -> Backoff:
     )
 
 
+def request_timeout_s(settings: Settings) -> float:
+    """How long one attempt to reach Kafka (and each request of a one-shot command) may take:
+    ``connect.timeout.ms``, or a one-shot command's ``--timeout``."""
+    if settings.one_shot_timeout_s is not None:
+        return settings.one_shot_timeout_s
+    return settings.connect_timeout_ms / 1000
+
+
 def client_options(settings: Settings) -> ClientOptions:
     """The MongoDB driver settings of ``mongodb.user``, ``mongodb.ssl.*`` and the ``mongodb.*.ms`` timeouts."""
     from mongocdc.sources.mongo.client import ClientOptions
 
+    connect_ms = settings.mongodb_connect_timeout_ms
+    selection_ms = settings.mongodb_server_selection_timeout_ms
+    if settings.one_shot_timeout_s is not None:  # one attempt of --timeout: server selection bounds it
+        selection_ms = max(1, round(settings.one_shot_timeout_s * 1000))
+        connect_ms = selection_ms if connect_ms == 0 else min(connect_ms, selection_ms)
     return ClientOptions(
         user=settings.mongodb_user,
         password=settings.mongodb_password,
@@ -56,9 +76,9 @@ def client_options(settings: Settings) -> ClientOptions:
         tls_ca_file=settings.mongodb_ssl_truststore,
         tls_certificate_key_file=settings.mongodb_ssl_keystore,
         tls_certificate_key_file_password=settings.mongodb_ssl_keystore_password,
-        connect_timeout_ms=settings.mongodb_connect_timeout_ms,
+        connect_timeout_ms=connect_ms,
         socket_timeout_ms=settings.mongodb_socket_timeout_ms,
-        server_selection_timeout_ms=settings.mongodb_server_selection_timeout_ms,
+        server_selection_timeout_ms=selection_ms,
         heartbeat_frequency_ms=settings.mongodb_heartbeat_frequency_ms,
     )
 
@@ -94,7 +114,7 @@ def offset_store(settings: Settings, *, create: bool = True) -> OffsetStore:
             settings.offset_storage_topic,
             partitions=settings.offset_storage_partitions,
             replication_factor=settings.offset_storage_replication_factor,
-            timeout_s=settings.connect_timeout_ms / 1000,
+            timeout_s=request_timeout_s(settings),
         )
         try:
             store.connect(backoff(settings), create_topic=create)
@@ -119,7 +139,7 @@ def kafka_sink(settings: Settings) -> KafkaSink:
     from mongocdc.sinks.kafka.producer import KafkaSink
 
     sink = KafkaSink(producer_settings(settings))
-    sink.connect(backoff(settings), settings.connect_timeout_ms / 1000)
+    sink.connect(backoff(settings), request_timeout_s(settings))
     return sink
 
 
@@ -518,15 +538,12 @@ def replication_cluster(settings: Settings, role: str) -> Cluster:
     """The ``source`` (``src.kafka.*``) or ``target`` (``dest.kafka.*``) cluster of ``replicate``/``failover``."""
     from mongocdc.replication.clients import Cluster
 
+    timeout_s = request_timeout_s(settings)
     if role == "source":
         settings.require("src.kafka.bootstrap.servers")
-        return Cluster(settings.src_kafka_client, role="source", prefix="src.kafka.", timeout_s=_timeout(settings))
+        return Cluster(settings.src_kafka_client, role="source", prefix="src.kafka.", timeout_s=timeout_s)
     settings.require("dest.kafka.bootstrap.servers")
-    return Cluster(settings.dest_kafka_client, role="target", prefix="dest.kafka.", timeout_s=_timeout(settings))
-
-
-def _timeout(settings: Settings) -> float:
-    return settings.connect_timeout_ms / 1000
+    return Cluster(settings.dest_kafka_client, role="target", prefix="dest.kafka.", timeout_s=timeout_s)
 
 
 def replicator(settings: Settings, *, shutdown_timeout_s: float = 30.0) -> Replicator:
@@ -570,7 +587,7 @@ def failover_translator(settings: Settings) -> Translator:
         source_alias=settings.source_cluster_alias,
         topics=settings.topics,
         topics_exclude=settings.topics_exclude,
-        source_timeout_s=_timeout(settings),
+        source_timeout_s=request_timeout_s(settings),
         backoff=backoff(settings),
     )
     target = replication_cluster(settings, "target")

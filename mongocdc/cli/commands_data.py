@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OutputOpt, settings_flags
+from mongocdc.cli.options import OutputOpt, one_shot, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.errors import ExitCode, UsageError
 
@@ -46,6 +46,7 @@ def parse_timestamp(value: str) -> int:
 
 
 @settings_flags("mongodb.connection.string")
+@one_shot
 def discover(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     """Connect through the seed hosts and report the topology (replica set, sharded cluster or standalone)."""
     from mongocdc import wiring

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OFFSETS, OutputOpt, settings_flags
+from mongocdc.cli.options import OFFSETS, OutputOpt, one_shot, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.errors import ConfigError, UsageError
 
@@ -363,6 +363,7 @@ def connect_location(
     file: Path | None,
 ) -> ConnectLocation:
     """The Connect offsets the operator named: ``--connect-offsets-file``, or the topic on the cluster."""
+    from mongocdc import wiring
     from mongocdc.offsets.connect import DEFAULT_TOPIC
 
     if file is not None and (topic is not None or bootstrap_servers is not None or options):
@@ -381,7 +382,7 @@ def connect_location(
                 hint="for example --connect-kafka security.protocol=SASL_SSL (a librdkafka property)",
             )
         client[key.strip()] = value
-    return ConnectLocation(client, topic or DEFAULT_TOPIC, file, settings.connect_timeout_ms / 1000)
+    return ConnectLocation(client, topic or DEFAULT_TOPIC, file, wiring.request_timeout_s(settings))
 
 
 def read_connect_offsets(location: ConnectLocation, *, missing_file_ok: bool = False) -> list[ConnectOffset]:
@@ -509,6 +510,7 @@ offsets_app = typer.Typer(help="Read and edit stored connector offsets.", no_arg
 
 @offsets_app.command("show")
 @settings_flags(*STORE_FLAGS)
+@one_shot
 def show(
     ctx: typer.Context,
     output: OutputOpt = Output.table,
@@ -558,6 +560,7 @@ def show(
 
 @offsets_app.command("reset")
 @settings_flags(*STORE_FLAGS)
+@one_shot
 def reset(
     ctx: typer.Context,
     partition: PartitionOpt = None,
@@ -608,6 +611,7 @@ def reset(
 
 @offsets_app.command("set")
 @settings_flags(*STORE_FLAGS)
+@one_shot
 def set_(
     ctx: typer.Context,
     resume_token: Annotated[
@@ -668,6 +672,7 @@ def set_(
 
 @offsets_app.command("import")
 @settings_flags(*STORE_FLAGS, "topic.prefix", "mongodb.connection.string")
+@one_shot
 def import_(
     ctx: typer.Context,
     from_kafka_connect: Annotated[
@@ -782,6 +787,7 @@ def _handover(
 
 @offsets_app.command("export")
 @settings_flags(*STORE_FLAGS, "topic.prefix")
+@one_shot
 def export(
     ctx: typer.Context,
     to_kafka_connect: Annotated[

@@ -10,7 +10,7 @@ import typer
 
 from mongocdc.cli import render
 from mongocdc.cli.graceful_stop import GracefulStop
-from mongocdc.cli.options import OutputOpt, settings_flags
+from mongocdc.cli.options import OutputOpt, one_shot, settings_flags
 from mongocdc.cli.state import Output, state
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ failover_app = typer.Typer(help="Move consumer groups between replicated Kafka c
 
 @failover_app.command("translate")
 @settings_flags(*REPLICATION_FLAGS)
+@one_shot
 def failover_translate(
     ctx: typer.Context,
     group: Annotated[

@@ -20,7 +20,7 @@ import typer
 from bson import json_util
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OutputOpt, settings_flags
+from mongocdc.cli.options import OutputOpt, one_shot, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.errors import ConfigError
 
@@ -193,7 +193,7 @@ def send_signal(settings: Settings, channel: Channel, signal: Signal) -> Sent:
     prefix = settings.require("topic.prefix")
     record = serialize_kafka_signal(signal, topic_prefix=prefix)
     topic = signal_topic(settings)
-    sender = KafkaSignalSender(signal_client_config(settings), topic, timeout_s=settings.connect_timeout_ms / 1000)
+    sender = KafkaSignalSender(signal_client_config(settings), topic, timeout_s=wiring.request_timeout_s(settings))
     sender.connect(wiring.backoff(settings))
     sent = sender.send(record.key, record.value)
     return Sent(
@@ -251,6 +251,7 @@ signal_app.add_typer(send_app, name="send")
 
 @send_app.command("execute-snapshot")
 @settings_flags(*SIGNAL_FLAGS)
+@one_shot
 def execute_snapshot(
     ctx: typer.Context,
     collections: CollectionsOpt = None,
@@ -275,6 +276,7 @@ def execute_snapshot(
 
 @send_app.command("stop-snapshot")
 @settings_flags(*SIGNAL_FLAGS)
+@one_shot
 def stop_snapshot(
     ctx: typer.Context,
     collections: CollectionsOpt = None,
@@ -291,6 +293,7 @@ def stop_snapshot(
 
 @send_app.command("pause-snapshot")
 @settings_flags(*SIGNAL_FLAGS)
+@one_shot
 def pause_snapshot(
     ctx: typer.Context, signal_id: IdOpt = None, channel: ChannelOpt = None, output: OutputOpt = Output.table
 ) -> None:
@@ -300,6 +303,7 @@ def pause_snapshot(
 
 @send_app.command("resume-snapshot")
 @settings_flags(*SIGNAL_FLAGS)
+@one_shot
 def resume_snapshot(
     ctx: typer.Context, signal_id: IdOpt = None, channel: ChannelOpt = None, output: OutputOpt = Output.table
 ) -> None:
@@ -309,6 +313,7 @@ def resume_snapshot(
 
 @send_app.command("log")
 @settings_flags(*SIGNAL_FLAGS)
+@one_shot
 def log_signal(
     ctx: typer.Context,
     message: Annotated[

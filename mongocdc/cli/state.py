@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -47,10 +48,15 @@ class State:
     traceback: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
     """Property values given by the command's flags (``options.settings_flags``), by property name."""
+    timeout_s: float | None = None
+    """A one-shot command's ``--timeout`` (``options.one_shot``): one attempt of this long to reach a server."""
 
     def settings(self) -> Settings:
-        """Effective settings: flags > environment > config file > defaults."""
-        return load_settings(self.config, os.environ, self.overrides)
+        """Effective settings: flags > environment > config file > defaults (and a one-shot command's timeout)."""
+        settings = load_settings(self.config, os.environ, self.overrides)
+        if self.timeout_s is not None:
+            settings = dataclasses.replace(settings, one_shot_timeout_s=self.timeout_s)
+        return settings
 
 
 def state(ctx: click.Context) -> State:

@@ -863,6 +863,9 @@ class Settings:
     ``snapshot.collection.filter.overrides.<database>.<collection>`` properties."""
     ignored: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
     """Keys of the config file accepted without effect (Kafka Connect's or Debezium's), with the reason."""
+    one_shot_timeout_s: float | None = dataclasses.field(default=None, compare=False)
+    """A one-shot command's ``--timeout``: its clients make one attempt of at most this many seconds to reach
+    MongoDB or Kafka instead of the ``connect.*`` retries; ``None`` for ``stream``, ``snapshot``, ``replicate``."""
     _filters: NamespaceFilter = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -132,8 +132,11 @@ class KafkaClient:
                 return probe()
             return backoff.run(f"connecting to {self.endpoint.where}", probe, retry_on=(_Unavailable,))
         except _Unavailable as exc:
-            attempts = backoff.max_attempts if backoff is not None else None
-            raise self.endpoint.unreachable(f"{exc}{note}", attempts=attempts) from exc
+            if backoff is None:
+                raise self.endpoint.unreachable(f"{exc}{note}") from exc
+            raise self.endpoint.unreachable(
+                f"{exc}{note}", attempts=backoff.max_attempts, tuning=backoff.tuning
+            ) from exc
 
     def partitions(self, topic: str, *, at_least: int = 1, created: bool = False) -> list[int] | None:
         """The partitions of ``topic`` once each has a leader (and there are ``at_least``); ``None`` when the topic

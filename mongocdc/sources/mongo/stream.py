@@ -31,7 +31,7 @@ from mongocdc.events.position import Position
 from mongocdc.events.split import FragmentBuffer, SplitEventError
 from mongocdc.retry import Backoff
 from mongocdc.sources.base import Idle, StreamItem
-from mongocdc.sources.mongo.client import raise_for_privileges
+from mongocdc.sources.mongo.client import failure_summary, raise_for_privileges
 
 log = logging.getLogger("mongocdc.mongo.stream")
 
@@ -289,10 +289,12 @@ class MongoChangeStreamSource:
 
     def _with_retry(self, what: str, attempt: Callable[[], Any]) -> Any:
         try:
-            return self._backoff.run(what, attempt, retry_on=(ConnectionFailure,), sleep=self._sleep)
+            return self._backoff.run(
+                what, attempt, retry_on=(ConnectionFailure,), sleep=self._sleep, describe=failure_summary
+            )
         except ConnectionFailure as exc:
             raise UnreachableError(
-                f"MongoDB unreachable while {what}: {redact_text(str(exc))}",
+                f"MongoDB unreachable while {what}: {failure_summary(exc)}",
                 hint="check the servers; the stream resumes from the last committed offset on restart",
             ) from exc
         except OperationFailure as exc:
