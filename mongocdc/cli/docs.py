@@ -30,7 +30,9 @@ EXIT_CODES = {
         "MongoDB or Kafka unreachable: after the `connect.*` retries (`stream`, `snapshot`, `replicate`), after "
         "one attempt of `--timeout` (the one-shot commands)"
     ),
-    ExitCode.RESUME_LOST: "resume position lost: re-snapshot needed (the message gives the commands)",
+    ExitCode.RESUME_LOST: (
+        "resume position lost, or its token refused by the server: re-snapshot needed (the message gives the commands)"
+    ),
     ExitCode.DIFFERENT: "`topic compare` found differences between the two connectors' records",
     ExitCode.INTERRUPTED: "interrupted by SIGINT (after a graceful stop)",
 }
