@@ -138,7 +138,12 @@ def kafka_sink(settings: Settings) -> KafkaSink:
     from mongocdc.kafka.config import producer_settings
     from mongocdc.sinks.kafka.producer import KafkaSink
 
-    sink = KafkaSink(producer_settings(settings))
+    sink = KafkaSink(
+        producer_settings(settings),
+        creation=settings.topic_creation_rules,
+        admin_settings=settings.kafka_client,
+        timeout_s=request_timeout_s(settings),
+    )
     sink.connect(backoff(settings), request_timeout_s(settings))
     return sink
 

@@ -382,10 +382,7 @@ CONNECT_PREFIXES: Final[Mapping[str, Compat]] = {
     "transforms.": _ignored(_TRANSFORMS),
     "predicates.": _ignored("predicates select records for transforms, which are not applied"),
     "errors.": _ignored(_CONNECT_ERRORS),
-    "topic.creation.": _ignored(
-        "mongocdc creates no data topics: the brokers create them on first write (auto.create.topics.enable, "
-        "num.partitions, default.replication.factor), or create them beforehand"
-    ),
+    "topic.creation.": _IMPLEMENTED,  # Settings.topic_creation: the topics are created as Kafka Connect does
     "key.converter.": _ignored(_CONVERTER_SETTINGS),
     "value.converter.": _ignored(_CONVERTER_SETTINGS),
     "header.converter.": _ignored(_HEADERS),

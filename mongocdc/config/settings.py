@@ -62,6 +62,8 @@ from mongocdc.config.queries import (
 )
 from mongocdc.config.redaction import redact_value
 from mongocdc.config.suggestions import did_you_mean
+from mongocdc.config.topic_creation import PREFIX as TOPIC_CREATION_PREFIX
+from mongocdc.config.topic_creation import TopicCreation, parse_topic_creation
 from mongocdc.config.values import BoolType, CommaListType, FlagSetType, IntType, RegexListType, StringType
 from mongocdc.errors import ConfigError
 
@@ -76,8 +78,10 @@ CLIENT_PREFIXES: Final = {
     KAFKA_PREFIX: "kafka_client",
     SRC_KAFKA_PREFIX: "src_kafka_client",
     DEST_KAFKA_PREFIX: "dest_kafka_client",
+    TOPIC_CREATION_PREFIX: "topic_creation",
 }
-"""Pass-through prefix → the ``Settings`` mapping its keys go to (without the prefix)."""
+"""Pass-through prefix → the ``Settings`` mapping its keys go to (without the prefix): the librdkafka settings of
+each cluster, and Kafka Connect's ``topic.creation.*`` keys."""
 
 
 def client_prefix(name: str) -> str | None:
@@ -863,10 +867,13 @@ class Settings:
     ``snapshot.collection.filter.overrides.<database>.<collection>`` properties."""
     ignored: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
     """Keys of the config file accepted without effect (Kafka Connect's or Debezium's), with the reason."""
+    topic_creation: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Kafka Connect's ``topic.creation.*`` keys, without the prefix (``default.partitions``, ``groups``, …)."""
     one_shot_timeout_s: float | None = dataclasses.field(default=None, compare=False)
     """A one-shot command's ``--timeout``: its clients make one attempt of at most this many seconds to reach
     MongoDB or Kafka instead of the ``connect.*`` retries; ``None`` for ``stream``, ``snapshot``, ``replicate``."""
     _filters: NamespaceFilter = dataclasses.field(init=False, repr=False, compare=False)
+    _topic_creation: TopicCreation | None = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         client = {key: str(value) for key, value in self.kafka_client.items()}
@@ -881,6 +888,7 @@ class Settings:
                 side["bootstrap.servers"] = servers
             object.__setattr__(self, attr, FrozenMapping(side))
         object.__setattr__(self, "snapshot_filter_overrides", FrozenMapping(dict(self.snapshot_filter_overrides)))
+        object.__setattr__(self, "topic_creation", FrozenMapping({k: str(v) for k, v in self.topic_creation.items()}))
         object.__setattr__(self, "ignored", FrozenMapping(dict(self.ignored)))
         problems = [
             problem
@@ -896,6 +904,9 @@ class Settings:
         problems += filter_override_list_problems(
             self.snapshot_collection_filter_overrides, set(self.snapshot_filter_overrides)
         )
+        creation, creation_problems = parse_topic_creation(self.topic_creation)
+        problems += creation_problems
+        object.__setattr__(self, "_topic_creation", creation)
         if problems:
             raise config_error(problems)
         filters = NamespaceFilter(
@@ -908,6 +919,11 @@ class Settings:
             collection_exclude=self.collection_exclude_list,
         )
         object.__setattr__(self, "_filters", filters)
+
+    @property
+    def topic_creation_rules(self) -> TopicCreation | None:
+        """The topics to create before the first record to them (``topic.creation.*``); ``None``: create none."""
+        return self._topic_creation
 
     def get(self, property_name: str) -> object:
         """The value of a property by its name (``topic.prefix``); ``None`` for an unset ``kafka.*`` key.
