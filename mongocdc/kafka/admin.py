@@ -23,7 +23,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from mongocdc.errors import ConfigError, MongocdcError
+from mongocdc.errors import ConfigError, MongocdcError, UnreachableError
 from mongocdc.kafka.client import KafkaClient
 from mongocdc.kafka.config import NO_AUTO_CREATE
 from mongocdc.kafka.consumer import Offsets
@@ -143,7 +143,10 @@ class KafkaAdmin(KafkaClient):
         future = self._client.describe_configs([resource], request_timeout=self.timeout_s)[resource]
         try:
             entries: dict[str, Any] = self._result(future, f"describing the configs of broker {brokers[0]}")
-        except ConfigError:  # refused: the principal may not describe broker configs
+        except UnreachableError:
+            raise
+        except MongocdcError as exc:  # refused (the principal may not describe broker configs), or not answered
+            log.debug("%s: cannot read broker config %s: %s", self.endpoint.where, name, exc)
             return None
         entry = entries.get(name)
         return None if entry is None or entry.value is None else str(entry.value)
