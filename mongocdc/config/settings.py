@@ -63,7 +63,7 @@ from mongocdc.config.queries import (
 from mongocdc.config.redaction import redact_value
 from mongocdc.config.suggestions import did_you_mean
 from mongocdc.config.topic_creation import PREFIX as TOPIC_CREATION_PREFIX
-from mongocdc.config.topic_creation import TopicCreation, parse_topic_creation
+from mongocdc.config.topic_creation import TopicCreation, is_topic_creation_key, parse_topic_creation
 from mongocdc.config.values import BoolType, CommaListType, FlagSetType, IntType, RegexListType, StringType
 from mongocdc.errors import ConfigError
 
@@ -78,10 +78,8 @@ CLIENT_PREFIXES: Final = {
     KAFKA_PREFIX: "kafka_client",
     SRC_KAFKA_PREFIX: "src_kafka_client",
     DEST_KAFKA_PREFIX: "dest_kafka_client",
-    TOPIC_CREATION_PREFIX: "topic_creation",
 }
-"""Pass-through prefix → the ``Settings`` mapping its keys go to (without the prefix): the librdkafka settings of
-each cluster, and Kafka Connect's ``topic.creation.*`` keys."""
+"""Pass-through prefix → the ``Settings`` mapping its keys go to (without the prefix)."""
 
 
 def client_prefix(name: str) -> str | None:
@@ -939,6 +937,8 @@ class Settings:
             return client.get(property_name[len(prefix) :])
         if is_filter_override_key(property_name):
             return self.snapshot_filter_overrides.get(property_name[len(FILTER_OVERRIDE_PREFIX) :])
+        if is_topic_creation_key(property_name):
+            return self.topic_creation.get(property_name[len(TOPIC_CREATION_PREFIX) :])
         raise ConfigError(f"unknown property {property_name!r}{did_you_mean(property_name, PROPERTIES)}")
 
     def require(self, property_name: str, *also: str) -> str:
@@ -978,6 +978,8 @@ class Settings:
                     shown[name] = redact_value(name, value) if redact else value
         for namespace, text in self.snapshot_filter_overrides.items():
             shown[FILTER_OVERRIDE_PREFIX + namespace] = text
+        for key, text in self.topic_creation.items():
+            shown[TOPIC_CREATION_PREFIX + key] = text
         return dict(sorted(shown.items()))
 
     def snapshot_filter(self, db: str, coll: str) -> dict[str, Any] | None:
@@ -1009,6 +1011,7 @@ class Settings:
             client = {key: redact_value(prefix + key, value) for key, value in getattr(self, attr).items()}
             fields.append(f"{attr}={client!r}")
         fields.append(f"snapshot_filter_overrides={dict(self.snapshot_filter_overrides)!r}")
+        fields.append(f"topic_creation={dict(self.topic_creation)!r}")
         return f"Settings({', '.join(fields)})"
 
 

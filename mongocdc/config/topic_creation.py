@@ -65,6 +65,11 @@ class TopicCreation:
         return next((group for group in self.groups if group.matches(topic)), self.default)
 
 
+def is_topic_creation_key(name: str) -> bool:
+    """Whether ``name`` is a ``topic.creation.*`` key (kept on ``Settings.topic_creation`` without the prefix)."""
+    return name.startswith(PREFIX) and len(name) > len(PREFIX)
+
+
 def _count(name: str, text: str | None, fallback: int | None, problems: list[str]) -> int:
     if text is None:
         if fallback is None:

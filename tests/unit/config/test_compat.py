@@ -402,3 +402,14 @@ def test_topic_creation_off_without_the_default_counts_or_when_disabled(tmp_path
     message = error(tmp_path, "topic.creation.default.partitions=0\ntopic.creation.groups=a\n")
     assert "topic.creation.default.partitions: invalid value '0': must be -1" in message
     assert "topic.creation.default.replication.factor is required when topic.creation.* is set" in message
+
+
+def test_topic_creation_keys_come_from_the_environment_and_never_reach_librdkafka() -> None:
+    env = {"MONGOCDC_TOPIC_CREATION_DEFAULT_PARTITIONS": "4", "MONGOCDC_TOPIC_CREATION_DEFAULT_REPLICATION_FACTOR": "1"}
+    settings = load_settings(None, env, {"topic.creation.default.cleanup.policy": "compact"})
+    rules = settings.topic_creation_rules
+    assert rules is not None and (rules.default.partitions, rules.default.replication_factor) == (4, 1)
+    assert dict(rules.default.configs) == {"cleanup.policy": "compact"}
+    assert not any(key.startswith("topic.creation") or "partitions" in key for key in settings.kafka_client)
+    assert settings.get("topic.creation.default.partitions") == "4"
+    assert settings.as_properties()["topic.creation.default.cleanup.policy"] == "compact"
