@@ -339,7 +339,7 @@ class MongoChangeStreamSource:
                 self._raise_operation_failure(exc)
                 raise
             except ConnectionFailure as exc:
-                log.warning("change stream lost its connection: %s; reopening", redact_text(str(exc)))
+                log.warning("change stream lost its connection: %s; reopening", failure_summary(exc))
                 self.reconnects += 1
                 self._reopen()
                 continue
