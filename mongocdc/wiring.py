@@ -242,6 +242,29 @@ def heartbeat_topic(settings: Settings) -> str:
     return settings.topic_heartbeat_name or f"{settings.topic_heartbeat_prefix}.{settings.topic_prefix}"
 
 
+def start_topics(settings: Settings, client: Client) -> list[str]:
+    """The topics the connector writes that are known at start: each captured collection's, the heartbeat topic
+    (with ``heartbeat.interval.ms``) and the transaction topic (with ``provide.transaction.metadata``)."""
+    from mongocdc.events.envelope import topic_for
+    from mongocdc.sources.mongo.scan import captured_collections
+
+    prefix = settings.require("topic.prefix")
+    namespaces = captured_collections(
+        client, scope=settings.capture_scope, target=settings.capture_target, include=settings.is_collection_included
+    )
+    topics = [topic_for(prefix, db, collection) for db, collection in namespaces]
+    if settings.heartbeat_interval_ms > 0:
+        topics.append(heartbeat_topic(settings))
+    if settings.provide_transaction_metadata:
+        topics.append(transaction_topic(settings))
+    return topics
+
+
+def transaction_topic(settings: Settings) -> str:
+    """``<topic.prefix>.<topic.transaction>``: where BEGIN and END records go."""
+    return f"{settings.topic_prefix}.{settings.topic_transaction}"
+
+
 def start_position(settings: Settings) -> Position | None:
     """Where streaming starts without a stored offset (``capture.start.op.time``), or ``None``: the present."""
     if settings.capture_start_op_time < 0:
@@ -304,6 +327,7 @@ def connector(
         topology = discover(seed)
         topology.require_change_streams()
         warn_unmatched_includes(settings, seed)
+        sink.require_topics(start_topics(settings, seed))
         shards: list[Shard] = []
         if settings.mongodb_connection_mode == "replica_set":
             shards = shards_behind(seed)
@@ -447,11 +471,7 @@ def connector_task(
                 oversize_threshold=settings.cursor_oversize_skip_threshold,
                 heartbeat_interval_s=settings.heartbeat_interval_ms / 1000,
                 heartbeat_topic=heartbeat_topic(settings),
-                transaction_topic=(
-                    f"{settings.topic_prefix}.{settings.topic_transaction}"
-                    if settings.provide_transaction_metadata
-                    else ""
-                ),
+                transaction_topic=(transaction_topic(settings) if settings.provide_transaction_metadata else ""),
                 transaction_idle_end_ms=settings.transaction_end_idle_ms or None,
             ),
             rs=rs,

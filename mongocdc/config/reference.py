@@ -45,8 +45,9 @@ def render_reference_markdown() -> str:
             "expressions over the whole topic name (exclusion first; the first listed group that matches wins, else "
             "`default`), its own configs, and `replication.factor`/`partitions` defaulting to the default group's. "
             "An existing topic is used as it is; `topic.creation.enable=false` turns it off. Without these keys a "
-            "missing topic is left to the broker's auto-creation, and exit 3 names it when the broker has "
-            "`auto.create.topics.enable=false`."
+            "missing topic is left to the broker's auto-creation; when the broker has "
+            "`auto.create.topics.enable=false`, exit 3 names the missing topics at start (every captured "
+            "collection's, the heartbeat and transaction topics) or a later collection's at its first record."
         )
         + " |"
     )

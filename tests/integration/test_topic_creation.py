@@ -70,17 +70,21 @@ def names() -> tuple[str, str]:
     return f"it_{uuid.uuid4().hex[:10]}", f"p{uuid.uuid4().hex[:8]}"
 
 
-def test_a_missing_topic_without_topic_creation_exits_3_at_once_naming_it(
+def test_missing_topics_without_topic_creation_exit_3_at_once_naming_them_all(
     tmp_path: Path, mongo_uri: str, strict_kafka: str
 ) -> None:
+    """Checked before anything is read: every captured collection's topic and the heartbeat topic."""
     db, prefix = names()
-    MongoClient(mongo_uri)[db]["items"].insert_one({"_id": 1})
-    config = write_config(tmp_path, mongo_uri, strict_kafka, db, prefix)
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db]["items"].insert_one({"_id": 1})
+    client[db]["orders"].insert_one({"_id": 1})
+    config = write_config(tmp_path, mongo_uri, strict_kafka, db, prefix, **{"heartbeat.interval.ms": 1000})
     started = time.monotonic()
     result = run_cli("-c", str(config), "snapshot")
     assert result.returncode == ExitCode.CONFIG, result.stderr
     assert time.monotonic() - started < 25  # was exit 1 after waiting out UNKNOWN_TOPIC_OR_PART
-    assert f"topic {prefix}.{db}.items does not exist" in result.stderr
+    missing = f"{prefix}.{db}.items, {prefix}.{db}.orders, __debezium-heartbeat.{prefix}"
+    assert f"error: topics {missing} do not exist" in result.stderr
     assert "auto.create.topics.enable=false" in result.stderr
     assert "--create --topic" in result.stderr and "topic.creation.default.replication.factor" in result.stderr
     assert partitions_of(strict_kafka, f"{prefix}.{db}.items") is None
@@ -149,3 +153,21 @@ def test_heartbeat_and_transaction_topics_are_created_too(tmp_path: Path, mongo_
         stream.kill()
     assert partitions_of(strict_kafka, heartbeat) == 2 and partitions_of(strict_kafka, transactions) == 2
     assert f"created topic {transactions} (topic.creation group default" in stream.stderr
+
+
+def test_a_collection_created_while_streaming_with_no_topic_is_exit_3_at_its_first_change(
+    tmp_path: Path, mongo_uri: str, strict_kafka: str
+) -> None:
+    """A topic not known at start (the collection did not exist yet) is checked before its first record."""
+    db, prefix = names()
+    config = write_config(tmp_path, mongo_uri, strict_kafka, db, prefix)
+    stream = CliProcess("-c", str(config), "stream")
+    try:
+        stream.wait_for_log("change stream open at")  # streaming: the snapshot found nothing to copy
+        MongoClient(mongo_uri)[db]["late"].insert_one({"_id": 1})
+        wait_until(lambda: stream.proc.poll() is not None, "mongocdc to stop on the missing topic")
+        code = stream.stop()  # it has exited: this only collects its output
+    finally:
+        stream.kill()
+    assert code == ExitCode.CONFIG, stream.stderr
+    assert f"error: topic {prefix}.{db}.late does not exist" in stream.stderr

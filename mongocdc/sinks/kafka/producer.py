@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from mongocdc.config.topic_creation import TopicCreation
@@ -121,16 +121,47 @@ class KafkaSink:
         self.produced += 1
         producer.poll(0)  # a failure it serves is raised by the next call
 
+    def _admin_client(self) -> KafkaAdmin:
+        if self._admin is None:
+            self._admin = KafkaAdmin(
+                self._admin_settings, self._endpoint, purpose="topic creation", timeout_s=self._timeout_s
+            )
+        return self._admin
+
+    def _not_created(self, topics: list[str]) -> ConfigError:
+        """The topics are missing and nothing will create them: exit 3 naming them and both fixes."""
+        named = ", ".join(topics)
+        many = len(topics) > 1
+        return ConfigError(
+            f"topic{'s' if many else ''} {named} {'do' if many else 'does'} not exist and {self._endpoint.where} "
+            "does not create topics on the first record (auto.create.topics.enable=false)",
+            hint=f"create {'them' if many else 'it'} (kafka-topics.sh --bootstrap-server {self.bootstrap} --create "
+            f"--topic {topics[0]}{', …' if many else ''}), or have mongocdc create its topics, as Kafka Connect does: "
+            "set topic.creation.default.replication.factor and topic.creation.default.partitions (-1 takes the "
+            "broker's default)",
+        )
+
+    def require_topics(self, topics: Iterable[str]) -> None:
+        """Before anything is read: without ``creation``, refuse at once the ``topics`` (known at start) that do not
+        exist on a broker that will not create them, naming every one (with ``creation`` each is created lazily,
+        before its first record, as Kafka Connect does)."""
+        if self._creation is not None:
+            return
+        wanted = list(dict.fromkeys(topics))
+        with self._topics_lock:
+            admin = self._admin_client()
+            existing = admin.topics()
+            missing = [topic for topic in wanted if topic not in existing]
+            if missing and admin.broker_config("auto.create.topics.enable") == "false":
+                raise self._not_created(missing)
+            self._topics.update(wanted)
+
     def _ensure_topic(self, topic: str) -> None:
         """Make sure ``topic`` exists, or will be created by the broker (see the class docstring)."""
         with self._topics_lock:
             if topic in self._topics:
                 return
-            if self._admin is None:
-                self._admin = KafkaAdmin(
-                    self._admin_settings, self._endpoint, purpose="topic creation", timeout_s=self._timeout_s
-                )
-            admin = self._admin
+            admin = self._admin_client()
             if not admin.topic_exists(topic):
                 if self._creation is not None:
                     group = self._creation.group_for(topic)
@@ -145,14 +176,7 @@ class KafkaSink:
                     if created:
                         log.info("created topic %s (topic.creation %s)", topic, group.describe())
                 elif admin.broker_config("auto.create.topics.enable") == "false":
-                    raise ConfigError(
-                        f"topic {topic} does not exist and {self._endpoint.where} does not create topics on the first "
-                        "record (auto.create.topics.enable=false)",
-                        hint=f"create it (kafka-topics.sh --bootstrap-server {self.bootstrap} --create --topic "
-                        f"{topic}), or have mongocdc create its topics, as Kafka Connect does: set "
-                        "topic.creation.default.replication.factor and topic.creation.default.partitions (-1 takes "
-                        "the broker's default)",
-                    )
+                    raise self._not_created([topic])
             self._topics.add(topic)
 
     def poll(self, timeout: float = 0.0) -> None:
