@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from mongocdc.config.values import BoolType, InvalidValueError
+
 PREFIX: Final = "topic.creation."
 DEFAULT_GROUP: Final = "default"
 _OWN_KEYS: Final = frozenset({"include", "exclude", "replication.factor", "partitions"})
-_TRUE: Final = frozenset({"true", "1", "yes", "on"})
-_FALSE: Final = frozenset({"false", "0", "no", "off"})
+_BOOL: Final = BoolType()
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,12 @@ def parse_topic_creation(keys: Mapping[str, str]) -> tuple[TopicCreation | None,
     ``None`` when topic creation is off: no key but ``enable`` is set, or ``enable`` is false.
     """
     problems: list[str] = []
-    enable = keys.get("enable", "true").strip().lower()
-    if enable not in _TRUE | _FALSE:
-        problems.append(f"{PREFIX}enable: invalid value {keys['enable']!r}: expected true or false")
-    if enable in _FALSE or not any(key != "enable" for key in keys):
+    try:
+        enabled = bool(_BOOL.parse(keys.get("enable", "true")))
+    except InvalidValueError as exc:
+        problems.append(f"{PREFIX}enable: invalid value {keys['enable']!r}: {exc}")
+        enabled = True
+    if not enabled or not any(key != "enable" for key in keys):
         return None, problems
 
     def group(name: str, fallback: TopicGroup | None) -> TopicGroup:
