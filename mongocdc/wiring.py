@@ -35,7 +35,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("mongocdc.wiring")
 
 
+ONE_SHOT_TUNING = "--timeout sets how long the one attempt waits"
+"""The hint's last words when a one-shot command's one attempt failed."""
+
+
 def backoff(settings: Settings) -> Backoff:
+    """The ``connect.*`` retries; one attempt for a one-shot command (``Settings.one_shot_timeout_s``)."""
+    if settings.one_shot_timeout_s is not None:
+        return Backoff.once(ONE_SHOT_TUNING)
     return Backoff(
         initial_delay_s=settings.connect_backoff_initial_delay_ms / 1000,
         max_delay_s=settings.connect_backoff_max_delay_ms / 1000,
@@ -43,10 +50,23 @@ def backoff(settings: Settings) -> Backoff:
     )
 
 
+def request_timeout_s(settings: Settings) -> float:
+    """How long one attempt to reach Kafka (and each request of a one-shot command) may take:
+    ``connect.timeout.ms``, or a one-shot command's ``--timeout``."""
+    if settings.one_shot_timeout_s is not None:
+        return settings.one_shot_timeout_s
+    return settings.connect_timeout_ms / 1000
+
+
 def client_options(settings: Settings) -> ClientOptions:
     """The MongoDB driver settings of ``mongodb.user``, ``mongodb.ssl.*`` and the ``mongodb.*.ms`` timeouts."""
     from mongocdc.sources.mongo.client import ClientOptions
 
+    connect_ms = settings.mongodb_connect_timeout_ms
+    selection_ms = settings.mongodb_server_selection_timeout_ms
+    if settings.one_shot_timeout_s is not None:  # one attempt of --timeout: server selection bounds it
+        selection_ms = max(1, round(settings.one_shot_timeout_s * 1000))
+        connect_ms = selection_ms if connect_ms == 0 else min(connect_ms, selection_ms)
     return ClientOptions(
         user=settings.mongodb_user,
         password=settings.mongodb_password,
@@ -56,9 +76,9 @@ def client_options(settings: Settings) -> ClientOptions:
         tls_ca_file=settings.mongodb_ssl_truststore,
         tls_certificate_key_file=settings.mongodb_ssl_keystore,
         tls_certificate_key_file_password=settings.mongodb_ssl_keystore_password,
-        connect_timeout_ms=settings.mongodb_connect_timeout_ms,
+        connect_timeout_ms=connect_ms,
         socket_timeout_ms=settings.mongodb_socket_timeout_ms,
-        server_selection_timeout_ms=settings.mongodb_server_selection_timeout_ms,
+        server_selection_timeout_ms=selection_ms,
         heartbeat_frequency_ms=settings.mongodb_heartbeat_frequency_ms,
     )
 
@@ -96,7 +116,7 @@ def offset_store(settings: Settings, *, create: bool = True) -> OffsetStore:
             settings.offset_storage_topic,
             partitions=settings.offset_storage_partitions,
             replication_factor=settings.offset_storage_replication_factor,
-            timeout_s=settings.connect_timeout_ms / 1000,
+            timeout_s=request_timeout_s(settings),
         )
         try:
             store.connect(backoff(settings), create_topic=create)
@@ -120,8 +140,13 @@ def kafka_sink(settings: Settings) -> KafkaSink:
     from mongocdc.kafka.config import producer_settings
     from mongocdc.sinks.kafka.producer import KafkaSink
 
-    sink = KafkaSink(producer_settings(settings))
-    sink.connect(backoff(settings), settings.connect_timeout_ms / 1000)
+    sink = KafkaSink(
+        producer_settings(settings),
+        creation=settings.topic_creation_rules,
+        admin_settings=settings.kafka_client,
+        timeout_s=request_timeout_s(settings),
+    )
+    sink.connect(backoff(settings), request_timeout_s(settings))
     return sink
 
 
@@ -219,6 +244,29 @@ def heartbeat_topic(settings: Settings) -> str:
     return settings.topic_heartbeat_name or f"{settings.topic_heartbeat_prefix}.{settings.topic_prefix}"
 
 
+def start_topics(settings: Settings, client: Client) -> list[str]:
+    """The topics the connector writes that are known at start: each captured collection's, the heartbeat topic
+    (with ``heartbeat.interval.ms``) and the transaction topic (with ``provide.transaction.metadata``)."""
+    from mongocdc.events.envelope import topic_for
+    from mongocdc.sources.mongo.scan import captured_collections
+
+    prefix = settings.require("topic.prefix")
+    namespaces = captured_collections(
+        client, scope=settings.capture_scope, target=settings.capture_target, include=settings.is_collection_included
+    )
+    topics = [topic_for(prefix, db, collection) for db, collection in namespaces]
+    if settings.heartbeat_interval_ms > 0:
+        topics.append(heartbeat_topic(settings))
+    if settings.provide_transaction_metadata:
+        topics.append(transaction_topic(settings))
+    return topics
+
+
+def transaction_topic(settings: Settings) -> str:
+    """``<topic.prefix>.<topic.transaction>``: where BEGIN and END records go."""
+    return f"{settings.topic_prefix}.{settings.topic_transaction}"
+
+
 def start_position(settings: Settings) -> Position | None:
     """Where streaming starts without a stored offset (``capture.start.op.time``), or ``None``: the present."""
     if settings.capture_start_op_time < 0:
@@ -281,6 +329,7 @@ def connector(
         topology = discover(seed)
         topology.require_change_streams()
         warn_unmatched_includes(settings, seed)
+        sink.require_topics(start_topics(settings, seed))
         shards: list[Shard] = []
         if settings.mongodb_connection_mode == "replica_set":
             shards = shards_behind(seed)
@@ -424,11 +473,7 @@ def connector_task(
                 oversize_threshold=settings.cursor_oversize_skip_threshold,
                 heartbeat_interval_s=settings.heartbeat_interval_ms / 1000,
                 heartbeat_topic=heartbeat_topic(settings),
-                transaction_topic=(
-                    f"{settings.topic_prefix}.{settings.topic_transaction}"
-                    if settings.provide_transaction_metadata
-                    else ""
-                ),
+                transaction_topic=(transaction_topic(settings) if settings.provide_transaction_metadata else ""),
                 transaction_idle_end_ms=settings.transaction_end_idle_ms or None,
             ),
             rs=rs,
@@ -520,15 +565,12 @@ def replication_cluster(settings: Settings, role: str) -> Cluster:
     """The ``source`` (``src.kafka.*``) or ``target`` (``dest.kafka.*``) cluster of ``replicate``/``failover``."""
     from mongocdc.replication.clients import Cluster
 
+    timeout_s = request_timeout_s(settings)
     if role == "source":
         settings.require("src.kafka.bootstrap.servers")
-        return Cluster(settings.src_kafka_client, role="source", prefix="src.kafka.", timeout_s=_timeout(settings))
+        return Cluster(settings.src_kafka_client, role="source", prefix="src.kafka.", timeout_s=timeout_s)
     settings.require("dest.kafka.bootstrap.servers")
-    return Cluster(settings.dest_kafka_client, role="target", prefix="dest.kafka.", timeout_s=_timeout(settings))
-
-
-def _timeout(settings: Settings) -> float:
-    return settings.connect_timeout_ms / 1000
+    return Cluster(settings.dest_kafka_client, role="target", prefix="dest.kafka.", timeout_s=timeout_s)
 
 
 def replicator(settings: Settings, *, shutdown_timeout_s: float = 30.0) -> Replicator:
@@ -572,7 +614,7 @@ def failover_translator(settings: Settings) -> Translator:
         source_alias=settings.source_cluster_alias,
         topics=settings.topics,
         topics_exclude=settings.topics_exclude,
-        source_timeout_s=_timeout(settings),
+        source_timeout_s=request_timeout_s(settings),
         backoff=backoff(settings),
     )
     target = replication_cluster(settings, "target")

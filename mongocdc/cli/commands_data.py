@@ -12,7 +12,7 @@ import typer
 from click.core import ParameterSource
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OutputOpt, OutputRecordsOpt, examples, settings_flags
+from mongocdc.cli.options import OutputOpt, OutputRecordsOpt, examples, one_shot, settings_flags
 from mongocdc.cli.record_format import OFFSET_FORMS, RecordFormat, format_help, parse_offsets
 from mongocdc.cli.state import Output, state
 from mongocdc.cli.times import time_help
@@ -40,6 +40,7 @@ DISCOVER_EXAMPLES: Final = examples(
 
 
 @settings_flags("mongodb.connection.string")
+@one_shot
 def discover(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     """Connect through the seed hosts and report the topology (replica set, sharded cluster or standalone)."""
     from mongocdc import wiring

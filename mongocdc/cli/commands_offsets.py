@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OFFSETS, OutputOpt, examples, settings_flags
+from mongocdc.cli.options import OFFSETS, OutputOpt, examples, one_shot, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.cli.times import parse_time_ms, time_help
 from mongocdc.errors import ConfigError, UsageError
@@ -389,6 +389,7 @@ def connect_location(
 ) -> ConnectLocation:
     """The Connect offsets the operator named: ``--connect-offsets-file``, or the topic on the cluster."""
     from mongocdc.config import check_librdkafka_key
+    from mongocdc import wiring
     from mongocdc.offsets.connect import DEFAULT_TOPIC
 
     if file is not None and (topic is not None or bootstrap_servers is not None or options):
@@ -408,7 +409,7 @@ def connect_location(
             )
         check_librdkafka_key("", key.strip(), "--connect-kafka")
         client[key.strip()] = value
-    return ConnectLocation(client, topic or DEFAULT_TOPIC, file, settings.connect_timeout_ms / 1000)
+    return ConnectLocation(client, topic or DEFAULT_TOPIC, file, wiring.request_timeout_s(settings))
 
 
 def read_connect_offsets(location: ConnectLocation, *, missing_file_ok: bool = False) -> list[ConnectOffset]:
@@ -545,6 +546,7 @@ offsets_app = typer.Typer(
     ),
 )
 @settings_flags(*STORE_FLAGS)
+@one_shot
 def show(
     ctx: typer.Context,
     output: OutputOpt = Output.table,
@@ -605,6 +607,7 @@ def show(
     ),
 )
 @settings_flags(*STORE_FLAGS)
+@one_shot
 def reset(
     ctx: typer.Context,
     partition: PartitionOpt = None,
@@ -662,6 +665,7 @@ def reset(
     ),
 )
 @settings_flags(*STORE_FLAGS)
+@one_shot
 def set_(
     ctx: typer.Context,
     resume_token: Annotated[
@@ -728,6 +732,7 @@ def set_(
     ),
 )
 @settings_flags(*STORE_FLAGS, "topic.prefix", "mongodb.connection.string")
+@one_shot
 def import_(
     ctx: typer.Context,
     from_kafka_connect: Annotated[
@@ -848,6 +853,7 @@ def _handover(
     ),
 )
 @settings_flags(*STORE_FLAGS, "topic.prefix")
+@one_shot
 def export(
     ctx: typer.Context,
     to_kafka_connect: Annotated[

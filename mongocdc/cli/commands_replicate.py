@@ -10,7 +10,7 @@ import typer
 
 from mongocdc.cli import render
 from mongocdc.cli.graceful_stop import GracefulStop
-from mongocdc.cli.options import OutputLinesOpt, OutputOpt, examples, settings_flags
+from mongocdc.cli.options import OutputLinesOpt, OutputOpt, examples, one_shot, settings_flags
 from mongocdc.cli.state import Output, state
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ failover_app = typer.Typer(
     ),
 )
 @settings_flags(*REPLICATION_FLAGS)
+@one_shot
 def failover_translate(
     ctx: typer.Context,
     group: Annotated[

@@ -20,7 +20,7 @@ import typer
 from bson import json_util
 
 from mongocdc.cli import render
-from mongocdc.cli.options import OutputOpt, examples, settings_flags
+from mongocdc.cli.options import OutputOpt, examples, one_shot, settings_flags
 from mongocdc.cli.state import Output, state
 from mongocdc.errors import ConfigError
 
@@ -193,7 +193,7 @@ def send_signal(settings: Settings, channel: Channel, signal: Signal) -> Sent:
     prefix = settings.require("topic.prefix")
     record = serialize_kafka_signal(signal, topic_prefix=prefix)
     topic = signal_topic(settings)
-    sender = KafkaSignalSender(signal_client_config(settings), topic, timeout_s=settings.connect_timeout_ms / 1000)
+    sender = KafkaSignalSender(signal_client_config(settings), topic, timeout_s=wiring.request_timeout_s(settings))
     sender.connect(wiring.backoff(settings))
     sent = sender.send(record.key, record.value)
     return Sent(
@@ -263,6 +263,7 @@ signal_app.add_typer(send_app, name="send")
     ),
 )
 @settings_flags(*SIGNAL_FLAGS)
+@one_shot
 def execute_snapshot(
     ctx: typer.Context,
     collections: CollectionsOpt = None,
@@ -293,6 +294,7 @@ def execute_snapshot(
     ),
 )
 @settings_flags(*SIGNAL_FLAGS)
+@one_shot
 def stop_snapshot(
     ctx: typer.Context,
     collections: CollectionsOpt = None,
@@ -309,6 +311,7 @@ def stop_snapshot(
 
 @send_app.command("pause-snapshot", epilog=examples("mongocdc signal send pause-snapshot -c connector.yaml"))
 @settings_flags(*SIGNAL_FLAGS)
+@one_shot
 def pause_snapshot(
     ctx: typer.Context, signal_id: IdOpt = None, channel: ChannelOpt = None, output: OutputOpt = Output.table
 ) -> None:
@@ -318,6 +321,7 @@ def pause_snapshot(
 
 @send_app.command("resume-snapshot", epilog=examples("mongocdc signal send resume-snapshot -c connector.yaml"))
 @settings_flags(*SIGNAL_FLAGS)
+@one_shot
 def resume_snapshot(
     ctx: typer.Context, signal_id: IdOpt = None, channel: ChannelOpt = None, output: OutputOpt = Output.table
 ) -> None:
@@ -327,6 +331,7 @@ def resume_snapshot(
 
 @send_app.command("log", epilog=examples("mongocdc signal send log -c connector.yaml -m 'are signals read?'"))
 @settings_flags(*SIGNAL_FLAGS)
+@one_shot
 def log_signal(
     ctx: typer.Context,
     message: Annotated[

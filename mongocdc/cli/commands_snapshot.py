@@ -3,6 +3,7 @@ ask the running connector for an incremental snapshot and optionally wait for it
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -16,7 +17,7 @@ from mongocdc.cli.commands_offsets import missing_store
 from mongocdc.cli.commands_signal import ChannelOpt, CollectionsOpt, FilterOpt
 from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.metrics_server import serve_metrics
-from mongocdc.cli.options import CONNECTOR_FLAGS, OutputOpt, examples, settings_flags
+from mongocdc.cli.options import CONNECTOR_FLAGS, ONE_SHOT_TIMEOUT_S, OutputOpt, examples, settings_flags
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
 from mongocdc.config import Settings
@@ -154,6 +155,8 @@ def snapshot(
     if incremental:
         from mongocdc.cli.commands_signal import build_signal, choose_channel, parse_filters, send_signal
 
+        # sending the signal and each read of the progress are one short attempt, as for `signal send`
+        settings = dataclasses.replace(settings, one_shot_timeout_s=ONE_SHOT_TIMEOUT_S)
         if not collections:
             raise typer.BadParameter("--incremental needs --collections REGEX", param_hint="'--collections'")
         data: dict[str, Any] = {"data-collections": list(collections), "type": "incremental"}

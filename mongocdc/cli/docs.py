@@ -29,8 +29,13 @@ EXIT_CODES = {
     ),
     ExitCode.USAGE: "command-line usage error",
     ExitCode.CONFIG: "invalid configuration (the message names the key and the fix)",
-    ExitCode.UNREACHABLE: "MongoDB or Kafka unreachable after all retries",
-    ExitCode.RESUME_LOST: "resume position lost: re-snapshot needed (the message gives the commands)",
+    ExitCode.UNREACHABLE: (
+        "MongoDB or Kafka unreachable: after the `connect.*` retries (`stream`, `snapshot`, `replicate`), after "
+        "one attempt of `--timeout` (the one-shot commands)"
+    ),
+    ExitCode.RESUME_LOST: (
+        "resume position lost, or its token refused by the server: re-snapshot needed (the message gives the commands)"
+    ),
     ExitCode.DIFFERENT: "`topic compare` found differences between the two connectors' records",
     ExitCode.INTERRUPTED: "interrupted by SIGINT (after a graceful stop)",
 }

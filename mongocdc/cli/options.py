@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, TypeVar
 
@@ -99,6 +99,53 @@ CONNECTOR_FLAGS: Final = ("mongodb.connection.string", "topic.prefix", "kafka.bo
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
+ONE_SHOT_TIMEOUT_S: Final = 5.0
+"""How long a one-shot command's one attempt to reach MongoDB or Kafka waits by default (Kafka's own tools wait
+5000 ms: ``kafka-consumer-groups --timeout``, kcat's ``-m``)."""
+
+
+def _with_parameters(
+    command: Command, extra: Sequence[inspect.Parameter], take: Callable[[dict[str, Any]], None]
+) -> Command:
+    """``command`` with the keyword parameters ``extra`` after its own; ``take`` receives (and removes) their
+    values from the call's keyword arguments before the command runs."""
+    signature = inspect.signature(command, eval_str=True)
+    taken = set(signature.parameters) & {parameter.name for parameter in extra}
+    if taken:
+        raise TypeError(f"{command.__name__} has its own parameter(s) {sorted(taken)} that an added option takes")
+
+    @functools.wraps(command)
+    def with_parameters(*args: Any, **kwargs: Any) -> Any:
+        take(kwargs)
+        return command(*args, **kwargs)
+
+    with_parameters.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*signature.parameters.values(), *extra]
+    )
+    return with_parameters  # type: ignore[return-value]
+
+
+def one_shot(command: Command) -> Command:
+    """Make ``command`` one-shot: it reaches MongoDB and Kafka with one attempt of ``--timeout`` seconds (default
+    5) and fails at once with exit 4, instead of the ``connect.*`` retries ``stream`` makes. Put it under
+    ``@app.command()``."""
+    option = typer.Option(
+        "--timeout",
+        help=f"Seconds to wait for MongoDB or Kafka to answer; one attempt, then exit 4 [default: "
+        f"{ONE_SHOT_TIMEOUT_S:g}].",
+        min=0.1,
+        show_default=False,
+    )
+    parameter = inspect.Parameter(
+        "timeout", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[float | None, option]
+    )
+
+    def take(kwargs: dict[str, Any]) -> None:
+        value = kwargs.pop("timeout")
+        state(click.get_current_context()).timeout_s = ONE_SHOT_TIMEOUT_S if value is None else value
+
+    return _with_parameters(command, [parameter], take)
+
 
 def settings_flags(*flags: str | SettingsFlag) -> Callable[[Command], Command]:
     """Give a command the options that set ``flags`` (property names, or ``OFFSETS``), after its own.
@@ -109,13 +156,7 @@ def settings_flags(*flags: str | SettingsFlag) -> Callable[[Command], Command]:
     declared = [flag if isinstance(flag, SettingsFlag) else property_flag(flag) for flag in flags]
 
     def decorate(command: Command) -> Command:
-        signature = inspect.signature(command, eval_str=True)
-        taken = set(signature.parameters) & {flag.param for flag in declared}
-        if taken:
-            raise TypeError(f"{command.__name__} has its own parameter(s) {sorted(taken)} that a settings flag takes")
-
-        @functools.wraps(command)
-        def with_flags(*args: Any, **kwargs: Any) -> Any:
+        def take(kwargs: dict[str, Any]) -> None:
             invocation = state(click.get_current_context())
             for flag in declared:
                 value = kwargs.pop(flag.param)
@@ -123,16 +164,12 @@ def settings_flags(*flags: str | SettingsFlag) -> Callable[[Command], Command]:
                     values = flag.overrides(value)
                     invocation.overrides.update(values)
                     invocation.flags.update(dict.fromkeys(values, flag.option))
-            return command(*args, **kwargs)
 
         extra = [
             inspect.Parameter(flag.param, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=flag.annotation)
             for flag in declared
         ]
-        with_flags.__signature__ = signature.replace(  # type: ignore[attr-defined]
-            parameters=[*signature.parameters.values(), *extra]
-        )
-        return with_flags  # type: ignore[return-value]
+        return _with_parameters(command, extra, take)
 
     return decorate
 

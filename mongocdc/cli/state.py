@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -53,6 +54,8 @@ class State:
     traceback: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
     """Property values given by the command's flags (``options.settings_flags``), by property name."""
+    timeout_s: float | None = None
+    """A one-shot command's ``--timeout`` (``options.one_shot``): one attempt of this long to reach a server."""
     flags: dict[str, str] = field(default_factory=dict)
     """The option that gave each of ``overrides`` (``--topic-prefix``), by property name."""
     level_option: LogLevel | None = None
@@ -113,8 +116,11 @@ class State:
         configure_logging(self.log_level, self.log_format, libraries=libraries)
 
     def settings(self) -> Settings:
-        """Effective settings: flags > environment > config file > defaults."""
-        return load_settings(self.config, os.environ, self.overrides, flags=self.flags)
+        """Effective settings: flags > environment > config file > defaults (and a one-shot command's timeout)."""
+        settings = load_settings(self.config, os.environ, self.overrides, flags=self.flags)
+        if self.timeout_s is not None:
+            settings = dataclasses.replace(settings, one_shot_timeout_s=self.timeout_s)
+        return settings
 
 
 def state(ctx: click.Context) -> State:

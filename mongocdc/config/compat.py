@@ -382,9 +382,10 @@ CONNECT_PREFIXES: Final[Mapping[str, Compat]] = {
     "transforms.": _ignored(_TRANSFORMS),
     "predicates.": _ignored("predicates select records for transforms, which are not applied"),
     "errors.": _ignored(_CONNECT_ERRORS),
-    "topic.creation.": _ignored(
-        "mongocdc creates no data topics: the brokers create them on first write (auto.create.topics.enable, "
-        "num.partitions, default.replication.factor), or create them beforehand"
+    "topic.creation.": Compat(
+        "mapped",
+        "honoured as in Kafka Connect: a missing topic is created before the first record to it with its group's "
+        "settings (see `topic.creation.*` in the property table)",
     ),
     "key.converter.": _ignored(_CONVERTER_SETTINGS),
     "value.converter.": _ignored(_CONVERTER_SETTINGS),

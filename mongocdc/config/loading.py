@@ -30,6 +30,8 @@ from mongocdc.config.queries import (
 )
 from mongocdc.config.settings import CLIENT_PREFIXES, KAFKA_PREFIX, PROPERTIES, Settings, client_prefix
 from mongocdc.config.suggestions import did_you_mean
+from mongocdc.config.topic_creation import PREFIX as TOPIC_CREATION_PREFIX
+from mongocdc.config.topic_creation import is_topic_creation_key
 from mongocdc.config.values import InvalidValueError
 from mongocdc.errors import ConfigError
 
@@ -52,6 +54,7 @@ Any new variable the CLI or the test tooling reads goes here, or ``load_settings
 TEST_ENV_PREFIX: Final = "MONGOCDC_TEST_"
 
 _CLIENT_ENV_PREFIXES: Final = tuple((env_var_for(prefix.rstrip(".")) + "_", prefix) for prefix in CLIENT_PREFIXES)
+_TOPIC_CREATION_ENV_PREFIX: Final = env_var_for(TOPIC_CREATION_PREFIX.rstrip(".")) + "_"
 """``MONGOCDC_KAFKA_`` → ``kafka.``, ``MONGOCDC_SRC_KAFKA_`` → ``src.kafka.``, and so on."""
 _FILTER_LIST: Final = FILTER_OVERRIDE_PREFIX.rstrip(".")
 _FILTER_ENV_PREFIX: Final = env_var_for(_FILTER_LIST) + "_"
@@ -141,6 +144,7 @@ def load_settings(
 
     clients: dict[str, dict[str, str]] = {attr: {} for attr in CLIENT_PREFIXES.values()}
     filters: dict[str, str] = {}
+    creation: dict[str, str] = {}
     for name, raw in merged.items():
         if name in PROPERTIES:
             continue
@@ -154,6 +158,8 @@ def load_settings(
         text = _kafka_value(raw.value)
         if text is None:
             problems.append(describe_invalid(name, raw.value, "expected a string, number or boolean", raw.origin))
+        elif is_topic_creation_key(name):  # Kafka Connect's, not librdkafka's: checked by Settings
+            creation[name[len(TOPIC_CREATION_PREFIX) :]] = text
         else:
             prefix = client_prefix(name) or KAFKA_PREFIX
             key = name[len(prefix) :]
@@ -169,7 +175,13 @@ def load_settings(
         raise config_error(problems)
     attributes: dict[str, Any] = {PROPERTIES[name].attr: value for name, value in values.items()}
     attributes.update(clients)
-    settings = Settings(**attributes, snapshot_filter_overrides=filters, ignored=report.ignored, provenance=provenance)
+    settings = Settings(
+        **attributes,
+        snapshot_filter_overrides=filters,
+        topic_creation=creation,
+        ignored=report.ignored,
+        provenance=provenance,
+    )
     report.log()
     return settings
 
@@ -213,8 +225,14 @@ def parse_offsets_spec(spec: str) -> dict[str, str]:
 
 
 def is_known_property(name: str) -> bool:
-    """A registered property, a ``kafka.*`` key passed through to librdkafka, or a snapshot filter key."""
-    return name in PROPERTIES or client_prefix(name) is not None or is_filter_override_key(name)
+    """A registered property, a ``kafka.*`` key passed through to librdkafka, a snapshot filter key or a
+    ``topic.creation.*`` key."""
+    return (
+        name in PROPERTIES
+        or client_prefix(name) is not None
+        or is_filter_override_key(name)
+        or is_topic_creation_key(name)
+    )
 
 
 # --- sources ------------------------------------------------------------------
@@ -346,6 +364,8 @@ def _env_layer(env: Mapping[str, str], problems: list[str]) -> tuple[dict[str, _
         if name is None and var.startswith(_FILTER_ENV_PREFIX) and len(var) > len(_FILTER_ENV_PREFIX):
             filter_vars.append(var)
             continue
+        if name is None and var.startswith(_TOPIC_CREATION_ENV_PREFIX) and len(var) > len(_TOPIC_CREATION_ENV_PREFIX):
+            name = TOPIC_CREATION_PREFIX + var[len(_TOPIC_CREATION_ENV_PREFIX) :].lower().replace("_", ".")
         if name is None:
             for env_prefix, prefix in _CLIENT_ENV_PREFIXES:
                 if var.startswith(env_prefix) and len(var) > len(env_prefix):

@@ -37,6 +37,23 @@ def render_reference_markdown() -> str:
                 + " |"
             )
     rows.append(
+        "| `topic.creation.*` | — | "
+        + _cell(
+            "Kafka Connect's topic creation (KIP-158): with `topic.creation.default.replication.factor` and "
+            "`topic.creation.default.partitions` set (-1: the broker's default), a change event, heartbeat or "
+            "transaction topic that does not exist is created through the admin client before the first record to "
+            "it; any other `topic.creation.default.<config>` (`cleanup.policy`, `compression.type`, …) is a config of "
+            "the new topic. `topic.creation.groups` names further groups, each with `include`/`exclude` regular "
+            "expressions over the whole topic name (exclusion first; the first listed group that matches wins, else "
+            "`default`), its own configs, and `replication.factor`/`partitions` defaulting to the default group's. "
+            "An existing topic is used as it is; `topic.creation.enable=false` turns it off. Without these keys a "
+            "missing topic is left to the broker's auto-creation; when the broker has "
+            "`auto.create.topics.enable=false`, exit 3 names the missing topics at start (every captured "
+            "collection's, the heartbeat and transaction topics) or a later collection's at its first record."
+        )
+        + " |"
+    )
+    rows.append(
         f"| `{KAFKA_PREFIX}*` | | "
         + _cell(
             "Any other librdkafka producer property, passed through without the `kafka.` prefix "

@@ -64,6 +64,8 @@ from mongocdc.config.queries import (
 )
 from mongocdc.config.redaction import redact_value
 from mongocdc.config.suggestions import did_you_mean
+from mongocdc.config.topic_creation import PREFIX as TOPIC_CREATION_PREFIX
+from mongocdc.config.topic_creation import TopicCreation, is_topic_creation_key, parse_topic_creation
 from mongocdc.config.values import BoolType, CommaListType, FlagSetType, IntType, RegexListType, StringType
 from mongocdc.errors import ConfigError
 
@@ -870,7 +872,13 @@ class Settings:
     """Keys of the config file accepted without effect (Kafka Connect's or Debezium's), with the reason."""
     provenance: Mapping[str, Provenance] = dataclasses.field(default_factory=dict, compare=False)
     """Where each set property (and ``kafka.*`` key) came from, by name; ``source_of`` answers for any."""
+    topic_creation: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Kafka Connect's ``topic.creation.*`` keys, without the prefix (``default.partitions``, ``groups``, …)."""
+    one_shot_timeout_s: float | None = dataclasses.field(default=None, compare=False)
+    """A one-shot command's ``--timeout``: its clients make one attempt of at most this many seconds to reach
+    MongoDB or Kafka instead of the ``connect.*`` retries; ``None`` for ``stream``, ``snapshot``, ``replicate``."""
     _filters: NamespaceFilter = dataclasses.field(init=False, repr=False, compare=False)
+    _topic_creation: TopicCreation | None = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         client = {key: str(value) for key, value in self.kafka_client.items()}
@@ -885,6 +893,7 @@ class Settings:
                 side["bootstrap.servers"] = servers
             object.__setattr__(self, attr, FrozenMapping(side))
         object.__setattr__(self, "snapshot_filter_overrides", FrozenMapping(dict(self.snapshot_filter_overrides)))
+        object.__setattr__(self, "topic_creation", FrozenMapping({k: str(v) for k, v in self.topic_creation.items()}))
         object.__setattr__(self, "ignored", FrozenMapping(dict(self.ignored)))
         object.__setattr__(self, "provenance", dict(self.provenance))  # a copy; picklable, unlike a proxy
         problems = [
@@ -901,6 +910,9 @@ class Settings:
         problems += filter_override_list_problems(
             self.snapshot_collection_filter_overrides, set(self.snapshot_filter_overrides)
         )
+        creation, creation_problems = parse_topic_creation(self.topic_creation)
+        problems += creation_problems
+        object.__setattr__(self, "_topic_creation", creation)
         if problems:
             raise config_error(problems)
         filters = NamespaceFilter(
@@ -913,6 +925,11 @@ class Settings:
             collection_exclude=self.collection_exclude_list,
         )
         object.__setattr__(self, "_filters", filters)
+
+    @property
+    def topic_creation_rules(self) -> TopicCreation | None:
+        """The topics to create before the first record to them (``topic.creation.*``); ``None``: create none."""
+        return self._topic_creation
 
     def get(self, property_name: str) -> object:
         """The value of a property by its name (``topic.prefix``); ``None`` for an unset ``kafka.*`` key.
@@ -928,6 +945,8 @@ class Settings:
             return client.get(property_name[len(prefix) :])
         if is_filter_override_key(property_name):
             return self.snapshot_filter_overrides.get(property_name[len(FILTER_OVERRIDE_PREFIX) :])
+        if is_topic_creation_key(property_name):
+            return self.topic_creation.get(property_name[len(TOPIC_CREATION_PREFIX) :])
         raise ConfigError(f"unknown property {property_name!r}{did_you_mean(property_name, PROPERTIES)}")
 
     def require(self, property_name: str, *also: str) -> str:
@@ -967,6 +986,8 @@ class Settings:
                     shown[name] = redact_value(name, value) if redact else value
         for namespace, text in self.snapshot_filter_overrides.items():
             shown[FILTER_OVERRIDE_PREFIX + namespace] = text
+        for key, text in self.topic_creation.items():
+            shown[TOPIC_CREATION_PREFIX + key] = text
         return dict(sorted(shown.items()))
 
     def source_of(self, name: str) -> Provenance:
@@ -1002,6 +1023,7 @@ class Settings:
             client = {key: redact_value(prefix + key, value) for key, value in getattr(self, attr).items()}
             fields.append(f"{attr}={client!r}")
         fields.append(f"snapshot_filter_overrides={dict(self.snapshot_filter_overrides)!r}")
+        fields.append(f"topic_creation={dict(self.topic_creation)!r}")
         return f"Settings({', '.join(fields)})"
 
 

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from mongocdc.errors import ConfigError, MongocdcError
+from mongocdc.errors import ConfigError, MongocdcError, UnreachableError
 from mongocdc.kafka.client import KafkaClient
 from mongocdc.kafka.config import NO_AUTO_CREATE
 from mongocdc.kafka.consumer import Offsets
@@ -124,6 +124,32 @@ class KafkaAdmin(KafkaClient):
         if set_on_topic:
             return {name: entry for name, entry in entries.items() if entry.source in TOPIC_CONFIG_SET}
         return entries
+
+    def topic_exists(self, topic: str) -> bool:
+        """Whether the cluster has ``topic`` (whatever its partitions' leaders are doing)."""
+        info = self.metadata(topic).topics.get(topic)
+        if info is None:
+            return False
+        return info.error is None or info.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART
+
+    def broker_config(self, name: str) -> str | None:
+        """The value of broker config ``name`` on one of the cluster's brokers; ``None`` when the cluster does not
+        say (no broker in the metadata, or describing broker configs is not allowed)."""
+        self.check()
+        brokers = sorted(self.metadata().brokers)
+        if not brokers:
+            return None
+        resource = ConfigResource(ResourceType.BROKER, str(brokers[0]))
+        future = self._client.describe_configs([resource], request_timeout=self.timeout_s)[resource]
+        try:
+            entries: dict[str, Any] = self._result(future, f"describing the configs of broker {brokers[0]}")
+        except UnreachableError:
+            raise
+        except MongocdcError as exc:  # refused (the principal may not describe broker configs), or not answered
+            log.debug("%s: cannot read broker config %s: %s", self.endpoint.where, name, exc)
+            return None
+        entry = entries.get(name)
+        return None if entry is None or entry.value is None else str(entry.value)
 
     # --- the cluster and its groups ------------------------------------------------------
 

@@ -132,8 +132,11 @@ class KafkaClient:
                 return probe()
             return backoff.run(f"connecting to {self.endpoint.where}", probe, retry_on=(_Unavailable,))
         except _Unavailable as exc:
-            attempts = backoff.max_attempts if backoff is not None else None
-            raise self.endpoint.unreachable(f"{exc}{note}", attempts=attempts) from exc
+            if backoff is None:
+                raise self.endpoint.unreachable(f"{exc}{note}") from exc
+            raise self.endpoint.unreachable(
+                f"{exc}{note}", attempts=backoff.max_attempts, tuning=backoff.tuning
+            ) from exc
 
     def partitions(self, topic: str, *, at_least: int = 1, created: bool = False) -> list[int] | None:
         """The partitions of ``topic`` once each has a leader (and there are ``at_least``); ``None`` when the topic
@@ -156,7 +159,18 @@ class KafkaClient:
             ):
                 return sorted(info.partitions)
             if time.monotonic() > deadline:
-                raise self.endpoint.unreachable(
-                    f"topic {topic} has no leader for every partition after {timeout_s:.0f} s"
-                )
+                raise self.endpoint.unreachable(f"{_leaderless(topic, info, error)} after {timeout_s:g} s")
             time.sleep(0.05)
+
+
+def _leaderless(topic: str, info: Any, error: KafkaError | None) -> str:
+    """What a topic's metadata says about its missing leaders: the partitions, and the brokers that hold them."""
+    if info is None or not info.partitions:
+        return f"topic {topic} has no partitions with a leader ({error.str() if error is not None else 'none yet'})"
+    missing = [p for p in info.partitions.values() if p.leader < 0]
+    if not missing:
+        return f"topic {topic} is not ready: {error.str() if error is not None else 'too few partitions'}"
+    replicas = ", ".join(map(str, sorted({r for p in missing for r in p.replicas})))
+    held = f" (their replicas are on broker {replicas}, which is down or fenced)" if replicas else ""
+    names = ", ".join(f"{topic}[{p.id}]" for p in sorted(missing, key=lambda p: p.id))
+    return f"{names}: no leader{held}"

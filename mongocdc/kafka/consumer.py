@@ -106,8 +106,14 @@ class KafkaConsumer(KafkaClient):
                 )
                 return int(low), int(high)
             except KafkaException as exc:
-                if code_of(exc) not in SETTLING_CODES or time.monotonic() > deadline:
-                    raise self.endpoint.failed(exc, f"reading the offsets of {topic}[{partition}]") from exc
+                doing = f"reading the offsets of {topic}[{partition}]"
+                if code_of(exc) not in SETTLING_CODES:
+                    raise self.endpoint.failed(exc, doing) from exc
+                if time.monotonic() > deadline:  # no leader answered: the cluster cannot serve it (exit 4)
+                    raise self.endpoint.unreachable(
+                        f"{topic}[{partition}] has no leader that answers after {timeout_s:g} s while {doing} "
+                        f"({describe(exc.args[0]) if exc.args else exc})"
+                    ) from exc
                 time.sleep(0.1)
 
     def cached_high(self, topic: str, partition: int) -> int | None:
@@ -198,14 +204,18 @@ class KafkaConsumer(KafkaClient):
         finally:
             self._client.unassign()
 
-    def read_to_end(self, topic: str, partitions: list[int]) -> Iterator[Any]:
-        """Every record of ``partitions`` of ``topic`` up to each partition's end of now (``read``)."""
+    def ends(self, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]]:
+        """``{partition: (BEGINNING, high watermark)}`` of the partitions that hold records now (``read``'s ranges)."""
         ends: dict[int, tuple[int, int]] = {}
         for p in partitions:
             low, high = self.watermarks(topic, p)
             if high > low:
                 ends[p] = (BEGINNING, high)
-        return self.read(topic, ends)
+        return ends
+
+    def read_to_end(self, topic: str, partitions: list[int]) -> Iterator[Any]:
+        """Every record of ``partitions`` of ``topic`` up to each partition's end of now (``read``)."""
+        return self.read(topic, self.ends(topic, partitions))
 
     def close(self) -> None:
         """Leave (without committing); a consumer that cannot say goodbye to the cluster is closed anyway."""

@@ -29,6 +29,7 @@ from mongocdc.errors import (
     UnreachableError,
 )
 from mongocdc.kafka.logs import ClientLog
+from mongocdc.retry import RETRIES_HINT
 
 UNREACHABLE_CODES: Final = frozenset(
     {
@@ -134,17 +135,20 @@ class Endpoint:
         """``Kafka at <servers>``, or ``the <role> Kafka cluster at <servers>``."""
         return f"the {self.role} Kafka cluster at {self.bootstrap}" if self.role else f"Kafka at {self.bootstrap}"
 
-    def reach_hint(self, *, retried: bool = False) -> str:
+    def reach_hint(self, *, tuning: str | None = None) -> str:
+        """What to check when the cluster does not answer; ``tuning`` says what changes the attempts made."""
         servers = self.servers or f"{self.prefix}bootstrap.servers"
         security = self.security or f"the {self.prefix}* security settings"
         hint = f"check {servers}, {security} and that the brokers are up"
-        return hint + ("; connect.max.attempts and connect.backoff.* tune the retries" if retried else "")
+        return hint + (f"; {tuning}" if tuning else "")
 
-    def unreachable(self, detail: str, *, attempts: int | None = None) -> UnreachableError:
-        """``UnreachableError`` (exit 4): the cluster did not answer (after ``attempts``, when it was retried)."""
+    def unreachable(self, detail: str, *, attempts: int | None = None, tuning: str = RETRIES_HINT) -> UnreachableError:
+        """``UnreachableError`` (exit 4): the cluster did not answer (after ``attempts``, when they were counted:
+        then the hint ends with ``tuning``, what changes them)."""
         tried = f" after {attempts} attempt{'' if attempts == 1 else 's'}" if attempts else ""
         return UnreachableError(
-            f"{self.where} is unreachable{tried}: {detail}", hint=self.reach_hint(retried=attempts is not None)
+            f"{self.where} is unreachable{tried}: {detail}",
+            hint=self.reach_hint(tuning=tuning if attempts is not None else None),
         )
 
     def failed(self, error: BaseException | KafkaError, doing: str) -> MongocdcError:

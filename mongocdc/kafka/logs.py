@@ -57,10 +57,9 @@ class ClientLog:
             self.down = True
             self.suppressed = 0
         self._logger.warning(
-            "the %s Kafka cluster at %s does not answer: %s (retrying; further connection errors are counted, "
-            "not shown, until it answers again)",
-            self.role,
-            self.bootstrap,
+            "%s does not answer: %s (retrying; further connection errors are counted, not shown, until it answers "
+            "again)",
+            self._where(),
             reason.strip(),
         )
 
@@ -74,8 +73,9 @@ class ClientLog:
             self.down = False
             suppressed = self.suppressed
         self._logger.warning(
-            "the %s Kafka cluster at %s answers again (%d more connection errors while it was down)",
-            self.role,
-            self.bootstrap,
-            suppressed,
+            "%s answers again (%d more connection errors while it was down)", self._where(), suppressed
         )
+
+    def _where(self) -> str:
+        """``the <role> Kafka cluster at <servers>``, or ``Kafka at <servers>`` without a role."""
+        return f"the {self.role} Kafka cluster at {self.bootstrap}" if self.role else f"Kafka at {self.bootstrap}"

@@ -14,6 +14,7 @@ from confluent_kafka import KafkaError
 from mongocdc.errors import UsageError
 from mongocdc.kafka.consumer import KafkaConsumer
 from mongocdc.kafka.errors import Endpoint
+from mongocdc.kafka.logs import ClientLog
 
 log = logging.getLogger("mongocdc.kafka")
 
@@ -47,7 +48,12 @@ class TopicReader:
     """A group-less consumer that assigns every partition of one topic itself."""
 
     def __init__(self, settings: Mapping[str, str]) -> None:
-        self._endpoint = Endpoint.of(settings, servers="kafka.bootstrap.servers (or --bootstrap-servers)")
+        bootstrap = str(settings.get("bootstrap.servers", ""))
+        self._endpoint = Endpoint.of(
+            settings,
+            servers="kafka.bootstrap.servers (or --bootstrap-servers)",
+            client_log=ClientLog("", bootstrap),  # one line per outage, not librdkafka's line per connection try
+        )
         self.bootstrap = self._endpoint.bootstrap
         self._consumer = KafkaConsumer(settings, self._endpoint, purpose="dump")
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from mongocdc.errors import ConfigError
+from mongocdc.errors import ConfigError, UnreachableError
 from mongocdc.kafka.admin import KafkaAdmin
 from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER, NO_AUTO_CREATE
 from mongocdc.kafka.consumer import KafkaConsumer
@@ -32,6 +32,8 @@ from mongocdc.kafka.producer import KafkaProducer
 from mongocdc.offsets.base import OffsetRecord
 from mongocdc.offsets.connect import parse_connect_key
 from mongocdc.retry import Backoff
+
+T = TypeVar("T")
 
 log = logging.getLogger("mongocdc.kafka")
 
@@ -128,6 +130,7 @@ class KafkaOffsetStore:
         self._consumer: KafkaConsumer | None = None
         self._ready = False
         self._topic_exists = False
+        self._backoff: Backoff | None = None
         self._lock = threading.RLock()
 
     @property
@@ -181,9 +184,10 @@ class KafkaOffsetStore:
         with self._lock:
             if self._ready:
                 return
+            self._backoff = backoff
             admin = self._admin_client()
             admin.reach(backoff, topic=self.topic, note=f"; the offsets are in topic {self.topic} there")
-            if admin.partitions(self.topic) is None:
+            if self._settled("waiting for the leaders of", lambda: admin.partitions(self.topic)) is None:
                 if not create_topic:
                     self._ready = True
                     return
@@ -198,6 +202,13 @@ class KafkaOffsetStore:
         if not self._ready:
             self.connect(create_topic=False)
         return self._topic_exists
+
+    def _settled(self, doing: str, call: Callable[[], T]) -> T:
+        """``call``, retried with the ``connect`` backoff while the cluster cannot serve the topic (unreachable,
+        or partitions without a leader: a broker starting or failing over); at once without one."""
+        if self._backoff is None:
+            return call()
+        return self._backoff.run(f"{doing} {self.topic} at {self._endpoint.where}", call, retry_on=(UnreachableError,))
 
     def _ensure_ready(self) -> None:
         if not self._ready:
@@ -240,10 +251,15 @@ class KafkaOffsetStore:
         self._ensure_ready()
         if not self._topic_exists:
             return {}
-        partitions = self._admin_client().partitions(self.topic, created=True) or []
+        admin, consumer = self._admin_client(), self._consumer_client()
+
+        def ends() -> dict[int, tuple[int, int]]:
+            return consumer.ends(self.topic, admin.partitions(self.topic, created=True) or [])
+
+        ranges = self._settled("reading the ends of", ends)
         latest: dict[tuple[str, str], _Latest] = {}
         foreign = 0
-        for msg in self._consumer_client().read_to_end(self.topic, partitions):
+        for msg in consumer.read(self.topic, ranges):
             key = parse_key(msg.key())
             if key is None:
                 foreign += 1

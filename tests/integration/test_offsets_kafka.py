@@ -338,3 +338,108 @@ def test_contract_updated_at_moves_forward(reopenable: Callable[[], OffsetStore]
     store.commit("app", "rs0", {"sec": 2, "ord": 0})
     (second,) = store.records()
     assert second.updated_at > first.updated_at
+
+
+# --- a broker whose partitions have no leader -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any]]:
+    """A cluster of two brokers: the first (broker and controller) and a second, broker 2, that holds the
+    partitions a test puts on it and halts to leave them without a leader while the first answers."""
+    from tests.services.kafka import KafkaBroker
+
+    with (
+        KafkaBroker(data_dir=tmp_path_factory.mktemp("kafka-1")) as first,
+        KafkaBroker(join=first, node_id=2, data_dir=tmp_path_factory.mktemp("kafka-2")) as second,
+    ):
+        yield first, second
+
+
+def on_broker_2(bootstrap: str, topic: str) -> None:
+    """A compacted topic whose one partition lives on broker 2 only."""
+    client = admin(bootstrap)  # held until the creation is done
+    new = NewTopic(topic, 1, -1, replica_assignment=[[2]], config={"cleanup.policy": "compact"})
+    client.create_topics([new])[topic].result(timeout=30)
+
+
+def test_stream_retries_a_leaderless_offset_topic_then_exits_4_naming_the_broker(
+    two_brokers: tuple[Any, Any], tmp_path: Path, mongo_uri: str
+) -> None:
+    """The offset topic's partition has no leader (its broker is down) while the cluster answers: `stream`
+    retries with the connect.* backoff, one line per attempt, then exits 4 naming the partition and the broker
+    (it was exit 1, `_UNKNOWN_PARTITION` while reading the watermarks)."""
+    from tests.integration.helpers import run_cli
+
+    first, second = two_brokers
+    topic = new_topic()
+    on_broker_2(first.bootstrap, topic)
+    second.halt()
+    try:
+        config = tmp_path / "c.yaml"
+        config.write_text(
+            "connect.max.attempts: 2\nconnect.backoff.initial.delay.ms: 100\nconnect.timeout.ms: 1000\n"
+            f"topic.prefix: p{uuid.uuid4().hex[:6]}\nmongodb.connection.string: {json.dumps(mongo_uri)}\n"
+        )
+        result = run_cli(
+            "-c", str(config), "stream", "--bootstrap-servers", first.bootstrap, "--offsets", f"kafka:{topic}"
+        )
+    finally:
+        second.start()
+    assert result.returncode == ExitCode.UNREACHABLE, result.stderr
+    leaderless = f"{topic}[0]: no leader (their replicas are on broker 2, which is down or fenced)"
+    retries = [line for line in result.stderr.splitlines() if "mongocdc.retry" in line]
+    assert len(retries) == 1 and "attempt 1/2 failed, next in 0.1 s" in retries[0], result.stderr
+    assert leaderless in retries[0]
+    assert f"error: Kafka at {first.bootstrap} is unreachable: {leaderless}" in result.stderr
+
+
+def test_the_store_waits_for_a_leader_that_comes_back_during_start_up(
+    two_brokers: tuple[Any, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A broker still starting (the partition's leader missing for seconds) is waited for with the backoff:
+    the stored offsets are read once it leads, instead of a failure."""
+    import threading
+
+    first, second = two_brokers
+    topic = new_topic()
+    on_broker_2(first.bootstrap, topic)
+    settings = {"bootstrap.servers": first.bootstrap}
+    writer = KafkaOffsetStore(settings, topic, timeout_s=20)
+    writer.commit("inventory", "rs0", OFFSET)
+    writer.close()
+    second.halt()
+    restart = threading.Thread(target=second.start)
+    store = KafkaOffsetStore(settings, topic, timeout_s=1)
+    try:
+        with caplog.at_level(logging.WARNING, logger="mongocdc.retry"):
+            restart.start()
+            store.connect(Backoff(0.5, 2.0, 60))
+            assert store.load("inventory", "rs0") == OFFSET
+    finally:
+        restart.join()
+        store.close()
+    assert any(f"{topic}[0]: no leader" in r.getMessage() for r in caplog.records)  # it did wait
+
+
+def test_watermarks_of_a_leaderless_partition_are_unreachable_not_a_bug(two_brokers: tuple[Any, Any]) -> None:
+    """Reading the ends of a partition without a leader fails as the cluster being unreachable (exit 4, retried
+    by the store), no longer as an unexpected error (exit 1) once its wait is over."""
+    from mongocdc.errors import UnreachableError
+    from mongocdc.kafka.consumer import KafkaConsumer
+    from mongocdc.kafka.errors import Endpoint
+
+    first, second = two_brokers
+    topic = new_topic()
+    on_broker_2(first.bootstrap, topic)
+    settings = {"bootstrap.servers": first.bootstrap}
+    consumer = KafkaConsumer(settings, Endpoint.of(settings), timeout_s=1)
+    second.halt()
+    try:
+        with pytest.raises(UnreachableError) as caught:
+            consumer.watermarks(topic, 0)
+    finally:
+        consumer.close()
+        second.start()
+    assert caught.value.exit_code == ExitCode.UNREACHABLE
+    assert f"{topic}[0] has no leader that answers after 1 s" in caught.value.message

@@ -276,3 +276,34 @@ def test_notification_sink_with_schemas(kafka_bootstrap: str) -> None:
         "timestamp",
     ]
     assert value["payload"]["type"] == "PAUSED"
+
+
+def test_snapshot_wait_reads_an_unreachable_offset_store_once_and_exits_4(
+    tmp_path: Path, kafka_bootstrap: str, names: tuple[str, str]
+) -> None:
+    """`snapshot --incremental --wait` sends its signal, then follows the stored offsets: a store that does not
+    answer is one short attempt and exit 4 naming it, not the connect.* retries (16 attempts) of `stream`."""
+    import time
+
+    _, prefix = names
+    path = tmp_path / "c.json"
+    path.write_text(
+        json.dumps(
+            {
+                "topic.prefix": prefix,
+                "signal.enabled.channels": "source,kafka",
+                "signal.kafka.bootstrap.servers": kafka_bootstrap,  # the signal goes through
+                "kafka.bootstrap.servers": "127.0.0.1:9",  # the offset store's cluster does not answer
+                "offset.storage": "kafka",
+                "offset.storage.topic": f"{prefix}-offsets",
+            }
+        )
+    )
+    started = time.monotonic()
+    result = run_cli(
+        "-c", str(path), "snapshot", "--incremental", "--collections", "db\\.c", "--channel", "kafka", "--wait"
+    )
+    assert result.returncode == 4, result.stderr
+    assert time.monotonic() - started < 30
+    assert "error: Kafka at 127.0.0.1:9 is unreachable after 1 attempt" in result.stderr
+    assert len(read_topic(kafka_bootstrap, f"{prefix}-signal", timeout=30)) == 1  # the signal was sent first

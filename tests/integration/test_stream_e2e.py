@@ -344,3 +344,27 @@ def test_lost_resume_point_exits_5_with_the_remedy(
     assert result.returncode == 5, result.stderr
     assert "no longer in MongoDB's oplog" in result.stderr
     assert "mongocdc offsets reset" in result.stderr and "snapshot.mode=when_needed" in result.stderr
+
+
+def test_a_resume_token_the_server_refuses_exits_5_with_the_remedy(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    """A stored token the server cannot read as its own (damaged, or another deployment's): exit 5 and the
+    re-snapshot, as for a lost position, not exit 1 as for a bug (MongoDB answers FailedToParse)."""
+    from mongocdc.engine.source_offset import SourceOffset
+    from mongocdc.events.position import Position
+    from mongocdc.offsets.sqlite import SqliteOffsetStore
+
+    db_name = f"it_{uuid.uuid4().hex[:12]}"
+    prefix = f"p{uuid.uuid4().hex[:8]}"
+    config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db_name, prefix)
+    topology = json.loads(run_cli("discover", "--output", "json", "--connection-string", mongo_uri).stdout)
+    partition = topology["replica_set"] if topology["kind"] == "replica_set" else "cluster"
+    foreign = Position(1, 1, Position.token_bytes({"_data": "not-a-resume-token"}))
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    store.commit(f"it-{prefix}", partition, SourceOffset(foreign).to_record())
+    store.close()
+    result = run_cli("--config", str(config), "stream")
+    assert result.returncode == 5, result.stderr
+    assert "MongoDB refused the stored resume token" in result.stderr
+    assert "mongocdc offsets reset --yes" in result.stderr and "snapshot.mode=when_needed" in result.stderr

@@ -193,18 +193,26 @@ class KafkaBroker(jvm.JvmService):
         stop_timeout: float = 20.0,
         jvm_options: Sequence[str] = (),
         log_level: str = "INFO",
+        join: KafkaBroker | None = None,
+        node_id: int = 1,
     ) -> None:
         """Prepare (but do not start) a broker.
 
         ``config`` overrides or adds ``server.properties`` entries. ``lib_dir``
-        defaults to ``ensure_kafka_classpath()``.
+        defaults to ``ensure_kafka_classpath()``. With ``join`` (a started broker) this one is a
+        broker-only node ``node_id`` of that broker's cluster, whose controller it registers with
+        (a second broker to hold a topic's partitions, for tests that take them offline).
         """
         if num_partitions < 1:
             raise ValueError("num_partitions must be at least 1")
+        if (join is None) != (node_id == 1):
+            raise ValueError("a joining broker needs a node_id other than 1, the first broker's")
         super().__init__(config, data_dir, startup_timeout, stop_timeout, jvm_options, log_level)
         self.num_partitions = num_partitions
+        self.node_id = node_id
+        self._join = join
         self._lib_dir = lib_dir
-        self._cluster_id: str | None = None
+        self._cluster_id: str | None = join.cluster_id if join is not None else None
         self._formatted = False
         self._ports: tuple[int, int] | None = None  # (PLAINTEXT, CONTROLLER)
         self._ports_fixed = False  # a restart keeps its address
@@ -324,7 +332,19 @@ class KafkaBroker(jvm.JvmService):
             "num.network.threads": "2",
             "num.io.threads": "2",
             "num.recovery.threads.per.data.dir": "1",
+            **self._joined(),
             **self._extra_config,
+        }
+
+    def _joined(self) -> dict[str, str]:
+        """A joining broker's settings: broker-only, its node id, the first broker's controller."""
+        if self._join is None or self._ports is None or self._join._ports is None:
+            return {}
+        return {
+            "process.roles": "broker",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": f"1@{HOST}:{self._join._ports[1]}",
+            "listeners": f"PLAINTEXT://{HOST}:{self._ports[0]}",
         }
 
     def _write_files(self) -> Path:

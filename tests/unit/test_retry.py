@@ -33,8 +33,25 @@ def test_run_sleeps_exactly_those_delays_with_a_fake_clock(caplog: pytest.LogCap
         assert backoff.run("connecting", Flaky(4), retry_on=(ConnectionError,), sleep=slept.append) == "connected"
     assert slept == [1.0, 2.0, 4.0, 5.0]
     retries = [r.getMessage() for r in caplog.records]
-    assert retries[0] == "connecting failed (attempt 1 of 6): refused #1; retrying in 1.0 s"
-    assert retries[-1] == "connecting failed (attempt 4 of 6): refused #4; retrying in 5.0 s"
+    assert retries[0] == "connecting: attempt 1/6 failed, next in 1.0 s: refused #1"
+    assert retries[-1] == "connecting: attempt 4/6 failed, next in 5.0 s: refused #4"
+
+
+def test_a_retry_is_one_line_with_the_first_line_of_the_described_error(caplog: pytest.LogCaptureFixture) -> None:
+    def fails() -> None:
+        raise ConnectionError("h:1: refused, Topology Description: <...>\n  servers: [...]\n")
+
+    with caplog.at_level(logging.WARNING, logger="mongocdc.retry"), pytest.raises(ConnectionError):
+        Backoff(0.5, 1.0, 2).run(
+            "connecting to h:1",
+            fails,
+            retry_on=(ConnectionError,),
+            sleep=lambda _: None,
+            describe=lambda exc: str(exc).replace(", Topology Description: <...>", ""),
+        )
+    assert [r.getMessage() for r in caplog.records] == [
+        "connecting to h:1: attempt 1/2 failed, next in 0.5 s: h:1: refused"
+    ]
 
 
 def test_run_gives_up_after_max_attempts_with_the_last_error() -> None:

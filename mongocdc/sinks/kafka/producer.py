@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from mongocdc.config.topic_creation import TopicCreation
+from mongocdc.errors import ConfigError
+from mongocdc.kafka.admin import KafkaAdmin
 from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER
 from mongocdc.kafka.errors import Endpoint
 from mongocdc.kafka.producer import KafkaProducer
 from mongocdc.retry import Backoff
+
+log = logging.getLogger("mongocdc.sink")
 
 AckCallback = Callable[[], None]
 """Called once Kafka acknowledged the record it was given with."""
@@ -28,12 +35,32 @@ class KafkaSink:
     The producer (idempotent, ``acks=all``, the Java client's partitioner; the user's ``kafka.*`` keys win)
     is created on first use. Transient broker errors are logged as warnings (librdkafka retries them);
     fatal errors and rejected records are kept and raised from the next call as a ``DeliveryError``.
+
+    Before the first record to a topic, the topic is looked up as Kafka Connect's source tasks do: one that
+    exists is used; a missing one is created by the admin client with its ``creation`` group's settings
+    (``topic.creation.*``); without ``creation`` it is left to the broker's auto-creation, or refused at once
+    (``ConfigError``, exit 3) when the broker has ``auto.create.topics.enable=false``. ``admin_settings`` are
+    the admin client's librdkafka settings (the producer's when not given); ``timeout_s`` bounds its requests.
     """
 
-    def __init__(self, settings: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        settings: Mapping[str, str],
+        *,
+        creation: TopicCreation | None = None,
+        admin_settings: Mapping[str, str] | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
         self._settings = dict(settings)
         self._endpoint = Endpoint.of(settings, servers="kafka.bootstrap.servers (or --bootstrap-servers)")
         self._producer: KafkaProducer | None = None
+        self._creation = creation
+        self._admin_settings = dict(admin_settings if admin_settings is not None else settings)
+        self._admin: KafkaAdmin | None = None
+        self._timeout_s = timeout_s
+        self._topics: set[str] = set()
+        """Topics known to exist (or left to the broker to create): checked once each."""
+        self._topics_lock = threading.Lock()
         self.produced = 0
         self.acknowledged = 0
 
@@ -77,6 +104,8 @@ class KafkaSink:
         """
         producer = self._client()
         producer.check()
+        if topic not in self._topics:
+            self._ensure_topic(topic)
 
         def delivered(err: Any, msg: Any) -> None:
             if err is not None:
@@ -91,6 +120,64 @@ class KafkaSink:
         )
         self.produced += 1
         producer.poll(0)  # a failure it serves is raised by the next call
+
+    def _admin_client(self) -> KafkaAdmin:
+        if self._admin is None:
+            self._admin = KafkaAdmin(
+                self._admin_settings, self._endpoint, purpose="topic creation", timeout_s=self._timeout_s
+            )
+        return self._admin
+
+    def _not_created(self, topics: list[str]) -> ConfigError:
+        """The topics are missing and nothing will create them: exit 3 naming them and both fixes."""
+        named = ", ".join(topics)
+        many = len(topics) > 1
+        return ConfigError(
+            f"topic{'s' if many else ''} {named} {'do' if many else 'does'} not exist and {self._endpoint.where} "
+            "does not create topics on the first record (auto.create.topics.enable=false)",
+            hint=f"create {'them' if many else 'it'} (kafka-topics.sh --bootstrap-server {self.bootstrap} --create "
+            f"--topic {topics[0]}{', …' if many else ''}), or have mongocdc create its topics, as Kafka Connect does: "
+            "set topic.creation.default.replication.factor and topic.creation.default.partitions (-1 takes the "
+            "broker's default)",
+        )
+
+    def require_topics(self, topics: Iterable[str]) -> None:
+        """Before anything is read: without ``creation``, refuse at once the ``topics`` (known at start) that do not
+        exist on a broker that will not create them, naming every one (with ``creation`` each is created lazily,
+        before its first record, as Kafka Connect does)."""
+        if self._creation is not None:
+            return
+        wanted = list(dict.fromkeys(topics))
+        with self._topics_lock:
+            admin = self._admin_client()
+            existing = admin.topics()
+            missing = [topic for topic in wanted if topic not in existing]
+            if missing and admin.broker_config("auto.create.topics.enable") == "false":
+                raise self._not_created(missing)
+            self._topics.update(wanted)
+
+    def _ensure_topic(self, topic: str) -> None:
+        """Make sure ``topic`` exists, or will be created by the broker (see the class docstring)."""
+        with self._topics_lock:
+            if topic in self._topics:
+                return
+            admin = self._admin_client()
+            if not admin.topic_exists(topic):
+                if self._creation is not None:
+                    group = self._creation.group_for(topic)
+                    created = admin.create_topic(
+                        topic,
+                        group.partitions,
+                        replication_factor=group.replication_factor,
+                        configs=group.configs,
+                        refused_hint=f"adjust the topic.creation.{group.name}.* settings to the cluster, or create "
+                        f"topic {topic} yourself",
+                    )
+                    if created:
+                        log.info("created topic %s (topic.creation %s)", topic, group.describe())
+                elif admin.broker_config("auto.create.topics.enable") == "false":
+                    raise self._not_created([topic])
+            self._topics.add(topic)
 
     def poll(self, timeout: float = 0.0) -> None:
         """Serve delivery reports."""

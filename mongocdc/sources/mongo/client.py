@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pymongo.errors import ConfigurationError, ConnectionFailure, InvalidURI, Op
 
 from mongocdc.config import redact_text
 from mongocdc.errors import ConfigError, UnreachableError
-from mongocdc.retry import Backoff
+from mongocdc.retry import Backoff, first_line
 
 log = logging.getLogger("mongocdc.mongo")
 
@@ -54,6 +55,15 @@ class PrimaryWatch(monitoring.TopologyListener):
             self.elections += 1
             log.warning("primary changed from %s:%s to %s:%s", *self.primary, *primary)
         self.primary = primary
+
+
+_DRIVER_DETAIL = re.compile(r"\s*\(configured timeouts:[^)]*\)|,\s*Topology Description:.*", re.DOTALL)
+
+
+def failure_summary(exc: BaseException) -> str:
+    """The driver's error in one line: what each server answered and the time-out, without pymongo's
+    ``Topology Description`` dump and its configured time-outs (which fill a terminal per attempt)."""
+    return redact_text(first_line(_DRIVER_DETAIL.sub("", str(exc))))
 
 
 def _describe_hosts(uri: str) -> str:
@@ -214,13 +224,20 @@ def connect(
         return client
 
     try:
-        return backoff.run(f"connecting to MongoDB at {hosts}", ping, retry_on=(ConnectionFailure,), sleep=sleep)
+        return backoff.run(
+            f"connecting to MongoDB at {hosts}",
+            ping,
+            retry_on=(ConnectionFailure,),
+            sleep=sleep,
+            describe=failure_summary,
+        )
     except ConnectionFailure as exc:
         client.close()
+        attempts = backoff.max_attempts
         raise UnreachableError(
-            f"MongoDB at {hosts} is unreachable after {backoff.max_attempts} attempts: {redact_text(str(exc))}",
-            hint="check mongodb.connection.string, the network and that the servers are up; "
-            "connect.max.attempts and connect.backoff.* tune the retries",
+            f"MongoDB at {hosts} is unreachable after {attempts} attempt{'' if attempts == 1 else 's'}: "
+            f"{failure_summary(exc)}",
+            hint=f"check mongodb.connection.string, the network and that the servers are up; {backoff.tuning}",
         ) from exc
     except OperationFailure as exc:
         client.close()

@@ -42,6 +42,7 @@ from pymongo.uri_parser import parse_userinfo
 
 from mongocdc.config import redact_text
 from mongocdc.errors import ConfigError, UnsupportedTopologyError
+from mongocdc.sources.mongo.client import failure_summary
 from mongocdc.sources.mongo.topology import Shard, parse_shard
 
 log = logging.getLogger("mongocdc.mongo.shards")
@@ -302,7 +303,7 @@ class ShardWatcher:
             log.warning(
                 "reading the shard list or starting a shard's stream failed, retrying in %.0f s: %s",
                 self._interval_s,
-                redact_text(str(exc)),
+                failure_summary(exc),
             )
             return None
 

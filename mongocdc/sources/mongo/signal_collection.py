@@ -25,11 +25,10 @@ from pymongo import MongoClient
 from pymongo.collection import Collection
 from pymongo.errors import ConnectionFailure, OperationFailure
 
-from mongocdc.config import redact_text
 from mongocdc.config.properties import WatermarkingStrategy
 from mongocdc.errors import ConfigError, UnreachableError
 from mongocdc.events.signals import WindowClose, WindowOpen, serialize_signal
-from mongocdc.sources.mongo.client import raise_for_privileges
+from mongocdc.sources.mongo.client import failure_summary, raise_for_privileges
 
 log = logging.getLogger("mongocdc.mongo.signals")
 
@@ -121,6 +120,6 @@ class SignalCollectionWriter:
             raise
         except ConnectionFailure as exc:
             raise UnreachableError(
-                f"MongoDB became unreachable while trying to {what}: {redact_text(str(exc))}",
+                f"MongoDB became unreachable while trying to {what}: {failure_summary(exc)}",
                 hint="check the network and that the servers are up, then try again",
             ) from exc

@@ -31,7 +31,7 @@ from mongocdc.events.position import Position
 from mongocdc.events.split import FragmentBuffer, SplitEventError
 from mongocdc.retry import Backoff
 from mongocdc.sources.base import Idle, StreamItem
-from mongocdc.sources.mongo.client import raise_for_privileges
+from mongocdc.sources.mongo.client import failure_summary, raise_for_privileges
 
 log = logging.getLogger("mongocdc.mongo.stream")
 
@@ -42,6 +42,9 @@ INVALID_RESUME_TOKEN = 260
 CHANGE_STREAM_FATAL = 280
 CHANGE_STREAM_HISTORY_LOST = 286
 RESUME_LOST_CODES = frozenset({INVALID_RESUME_TOKEN, CHANGE_STREAM_FATAL, CHANGE_STREAM_HISTORY_LOST})
+FAILED_TO_PARSE = 9
+"""MongoDB's answer to a resume token it cannot read as one of its own (``resume token string was not a valid
+hex string``, ``resume token is not a valid resume token``); also a bad pipeline's, so the message decides."""
 
 FULL_DOCUMENT = {
     "change_streams": None,
@@ -93,15 +96,26 @@ def change_stream_pipeline(
     return stages
 
 
-def resume_lost_error(connector: str, detail: str) -> ResumePositionLostError:
+def resume_lost_error(connector: str, detail: str, *, refused: bool = False) -> ResumePositionLostError:
+    """Exit 5 with the remedy: the stored position is gone from the oplog, or (``refused``) the server does not
+    take the stored resume token as one of its own (another deployment's, or damaged)."""
+    what = (
+        f"MongoDB refused the stored resume token ({detail}): it is not a position in this deployment's change "
+        "streams (a token of another deployment or cluster, or a damaged one)"
+        if refused
+        else f"the stored resume position is no longer in MongoDB's oplog ({detail})"
+    )
     return ResumePositionLostError(
-        f"the stored resume position is no longer in MongoDB's oplog ({detail}); "
-        "changes made since then cannot be streamed",
+        f"{what}; changes made since then cannot be streamed",
         hint=(
             f"re-snapshot: `mongocdc offsets reset --yes` for connector {connector!r} and start "
             "`mongocdc stream` again (it snapshots first with snapshot.mode=initial), or set "
             "snapshot.mode=when_needed to do this automatically; give the oplog more room "
             "(replSetResizeOplog) so it does not happen again"
+            if not refused
+            else f"check that mongodb.connection.string points at the deployment connector {connector!r} captured; "
+            "if it does, re-snapshot: `mongocdc offsets reset --yes` and start `mongocdc stream` again (it snapshots "
+            "first with snapshot.mode=initial), or set snapshot.mode=when_needed to do this automatically"
         ),
     )
 
@@ -109,6 +123,11 @@ def resume_lost_error(connector: str, detail: str) -> ResumePositionLostError:
 def is_resume_lost(exc: OperationFailure) -> bool:
     """Whether MongoDB refused to resume because the position is no longer in its history."""
     return exc.code in RESUME_LOST_CODES or "resume point may no longer be in the oplog" in str(exc)
+
+
+def is_resume_refused(exc: OperationFailure) -> bool:
+    """Whether MongoDB refused the resume token itself: it cannot read it as a token of its own."""
+    return exc.code == FAILED_TO_PARSE and "resume token" in str(exc).lower()
 
 
 RAW_CHANGES: CodecOptions[RawBSONDocument] = CodecOptions(document_class=RawBSONDocument)
@@ -289,10 +308,12 @@ class MongoChangeStreamSource:
 
     def _with_retry(self, what: str, attempt: Callable[[], Any]) -> Any:
         try:
-            return self._backoff.run(what, attempt, retry_on=(ConnectionFailure,), sleep=self._sleep)
+            return self._backoff.run(
+                what, attempt, retry_on=(ConnectionFailure,), sleep=self._sleep, describe=failure_summary
+            )
         except ConnectionFailure as exc:
             raise UnreachableError(
-                f"MongoDB unreachable while {what}: {redact_text(str(exc))}",
+                f"MongoDB unreachable while {what}: {failure_summary(exc)}",
                 hint="check the servers; the stream resumes from the last committed offset on restart",
             ) from exc
         except OperationFailure as exc:
@@ -303,8 +324,9 @@ class MongoChangeStreamSource:
         raise_for_privileges(
             exc, f"open a change stream ({self._scope} scope{f' on {self._target}' if self._target else ''})"
         )
-        if is_resume_lost(exc):
-            raise resume_lost_error(self._connector, redact_text(str(exc))) from exc
+        if is_resume_lost(exc) or is_resume_refused(exc):
+            detail = redact_text(str(exc.details.get("errmsg", exc)) if exc.details else str(exc))
+            raise resume_lost_error(self._connector, detail, refused=not is_resume_lost(exc)) from exc
 
     def next(self) -> StreamItem:
         """Wait at most one poll interval for the next change."""
@@ -317,7 +339,7 @@ class MongoChangeStreamSource:
                 self._raise_operation_failure(exc)
                 raise
             except ConnectionFailure as exc:
-                log.warning("change stream lost its connection: %s; reopening", redact_text(str(exc)))
+                log.warning("change stream lost its connection: %s; reopening", failure_summary(exc))
                 self.reconnects += 1
                 self._reopen()
                 continue

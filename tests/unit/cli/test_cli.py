@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -82,15 +83,81 @@ def test_stream_requires_a_topic_prefix(capsys: pytest.CaptureFixture[str]) -> N
 def test_unreachable_mongodb_exits_4_naming_the_host(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("MONGOCDC_CONNECT_MAX_ATTEMPTS", "2")
-    monkeypatch.setenv("MONGOCDC_CONNECT_BACKOFF_INITIAL_DELAY_MS", "10")
-    monkeypatch.setenv("MONGOCDC_MONGODB_SERVER_SELECTION_TIMEOUT_MS", "200")
-    code = run(["discover", "--connection-string", "mongodb://u:hunter2@127.0.0.1:9/?directConnection=true"])
+    code = run(
+        [
+            "discover",
+            "--timeout",
+            "0.3",
+            "--connection-string",
+            "mongodb://u:hunter2@127.0.0.1:9/?directConnection=true",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == ExitCode.UNREACHABLE
-    assert "127.0.0.1:9" in err and "after 2 attempts" in err
-    assert "attempt 1 of 2" in err and "retrying in 0.0 s" in err  # the retry is logged with its delay
+    assert "MongoDB at 127.0.0.1:9 is unreachable after 1 attempt: 127.0.0.1:9: " in err
+    assert "Topology Description" not in err and "configured timeouts" not in err  # pymongo's dump is left out
     assert "hunter2" not in err
+
+
+def test_one_shot_commands_make_one_short_attempt_whatever_connect_max_attempts_says() -> None:
+    """``discover`` retried 16 times with 30 s server selection (~26 minutes) before exit 4: now one attempt of
+    --timeout (5 s unless given) and a hint that names it; the subprocess's 60 s limit fails the test otherwise."""
+    env = {"MONGOCDC_CONNECT_MAX_ATTEMPTS": "16", "MONGOCDC_MONGODB_SERVER_SELECTION_TIMEOUT_MS": "30000"}
+    started = time.monotonic()
+    done = mongocdc("discover", "--connection-string", "mongodb://127.0.0.1:9/?directConnection=true", env=env)
+    elapsed = time.monotonic() - started
+    assert done.returncode == ExitCode.UNREACHABLE, done.stderr
+    assert 4.5 < elapsed < 20, elapsed  # the default --timeout, 5 s, once
+    assert "unreachable after 1 attempt" in done.stderr
+    assert "--timeout sets how long the one attempt waits" in done.stderr
+    assert "mongocdc.retry" not in done.stderr  # no retry, so no retry warning
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["offsets", "show", "--offsets", "kafka:connect-offsets"],
+        ["offsets", "reset", "--yes", "--offsets", "kafka:connect-offsets"],
+        ["signal", "send", "log", "-m", "hi", "--channel", "kafka", "--topic-prefix", "shop"],
+        ["snapshot", "--incremental", "--collections", "db.c", "--channel", "kafka", "--topic-prefix", "shop"],
+        ["failover", "translate", "--group", "g", "--target", "127.0.0.1:9"],
+    ],
+    ids=["offsets-show", "offsets-reset", "signal-send", "snapshot-incremental", "failover-translate"],
+)
+def test_one_shot_kafka_commands_fail_within_their_timeout(command: list[str]) -> None:
+    env = {
+        "MONGOCDC_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9",
+        "MONGOCDC_CONNECT_MAX_ATTEMPTS": "16",
+        "MONGOCDC_SIGNAL_ENABLED_CHANNELS": "source,kafka",
+    }
+    timeout = [] if command[0] == "snapshot" else ["--timeout", "1"]
+    started = time.monotonic()
+    done = mongocdc(*command, *timeout, env=env)
+    elapsed = time.monotonic() - started
+    assert done.returncode == ExitCode.UNREACHABLE, done.stderr
+    assert elapsed < 20, elapsed
+    assert "127.0.0.1:9 is unreachable after 1 attempt" in done.stderr
+    assert "--timeout sets how long the one attempt waits" in done.stderr
+
+
+def test_stream_retries_with_one_line_per_attempt() -> None:
+    """``stream`` keeps the connect.* retries; each retry is one line: host, attempt n/N, next delay, error."""
+    env = {
+        "MONGOCDC_CONNECT_MAX_ATTEMPTS": "2",
+        "MONGOCDC_CONNECT_BACKOFF_INITIAL_DELAY_MS": "10",
+        "MONGOCDC_CONNECT_TIMEOUT_MS": "300",
+        "MONGOCDC_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9",
+    }
+    done = mongocdc("stream", "--topic-prefix", "shop", "--connection-string", "mongodb://127.0.0.1:9/", env=env)
+    assert done.returncode == ExitCode.UNREACHABLE, done.stderr
+    retries = [line for line in done.stderr.splitlines() if "mongocdc.retry" in line]
+    assert len(retries) == 1, done.stderr
+    assert retries[0].endswith(
+        "connecting to Kafka at 127.0.0.1:9: attempt 1/2 failed, next in 0.0 s: "
+        "Failed to get metadata: Local: Broker transport failure"
+    )
+    assert "unreachable after 2 attempts" in done.stderr
+    assert "connect.max.attempts and connect.backoff.* tune the retries" in done.stderr
 
 
 def test_unexpected_error_exits_1_without_traceback(
@@ -279,24 +346,30 @@ def test_unreachable_kafka_stops_stream_with_exit_4(tmp_path: Path, capsys: pyte
 @pytest.mark.usefixtures("fast_retries")
 def test_unreachable_kafka_stops_topic_dump_with_exit_4(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["topic", "dump", "t", "--bootstrap-servers", "127.0.0.1:9", "--timeout", "0.5"]) == 4
-    assert "Kafka at 127.0.0.1:9 is unreachable" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Kafka at 127.0.0.1:9 is unreachable" in err
+    # one warning for the outage, not librdkafka's line per connection attempt (dozens in half a second)
+    assert len(err.splitlines()) <= 3, err
+    assert "Kafka at 127.0.0.1:9 does not answer" in err
 
 
 @pytest.mark.usefixtures("fast_retries")
-def test_json_logs_are_json_lines_with_credentials_redacted(capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_logs_are_json_lines_with_credentials_redacted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     uri = "mongodb://admin:topsecret@127.0.0.1:9/?directConnection=true"
-    assert run(["--log-format", "json", "discover", "--connection-string", uri]) == ExitCode.UNREACHABLE
+    argv = ["--log-format", "json", "stream", "--topic-prefix", "p", "--connection-string", uri]
+    argv += ["--bootstrap-servers", "127.0.0.1:9", "--offsets", f"sqlite:{tmp_path / 'o.db'}"]
+    assert run(argv) == ExitCode.UNREACHABLE
     lines = capsys.readouterr().err.splitlines()
     logs = [json.loads(line) for line in lines if line.startswith("{")]
     assert logs, lines
-    retry = next(entry for entry in logs if "retrying" in entry["message"])
+    retry = next(entry for entry in logs if "attempt 1/2 failed" in entry["message"])
     assert retry["level"] == "warning" and retry["logger"].startswith("mongocdc")
     assert "T" in retry["ts"] and retry["ts"].endswith("+00:00")
     assert all("topsecret" not in line for line in lines)
     assert all(line.startswith("{") for line in lines)  # the final error too: one JSON record, hint and code in it
     final = json.loads(lines[-1])
     assert final["level"] == "error" and final["exit_code"] == ExitCode.UNREACHABLE
-    assert final["message"].startswith("MongoDB at 127.0.0.1:9 is unreachable")
+    assert final["message"].startswith("Kafka at 127.0.0.1:9 is unreachable")
     assert final["hint"]
 
 

@@ -258,10 +258,10 @@ def test_write_refused_for_lack_of_privileges_exits_3_with_the_role_to_grant(
 @pytest.mark.usefixtures("fast_retries")
 def test_unreachable_kafka_exits_4(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONGOCDC_SIGNAL_ENABLED_CHANNELS", "kafka")
-    argv = ["log", "-m", "hi", "--topic-prefix", "p", "--bootstrap-servers", "127.0.0.1:9"]
+    argv = ["log", "-m", "hi", "--topic-prefix", "p", "--bootstrap-servers", "127.0.0.1:9", "--timeout", "0.5"]
     assert send(*argv) == ExitCode.UNREACHABLE
     err = capsys.readouterr().err
-    assert "error: Kafka at 127.0.0.1:9 is unreachable after 2 attempts" in err
+    assert "error: Kafka at 127.0.0.1:9 is unreachable after 1 attempt" in err
     assert "hint: check signal.kafka.bootstrap.servers (or kafka.bootstrap.servers)" in err
 
 

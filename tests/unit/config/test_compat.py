@@ -9,6 +9,7 @@ import pytest
 
 from mongocdc.config import PROPERTIES, load_settings
 from mongocdc.config.compat import CONNECT, DEBEZIUM, JSON_CONVERTER, MONGODB_CONNECTOR, lookup
+from mongocdc.config.loading import is_known_property
 from mongocdc.config.reference import render_compat_markdown
 from mongocdc.config.suggestions import did_you_mean
 from mongocdc.errors import ConfigError, ExitCode
@@ -103,7 +104,8 @@ def test_every_debezium_property_is_implemented_mapped_checked_or_ignored(name: 
 @pytest.mark.parametrize("name", CONNECT_KEYS)
 def test_every_kafka_connect_key_is_known(name: str) -> None:
     compat = lookup(name)
-    assert compat is not None and (compat.status != "implemented" or name in PROPERTIES), name
+    # implemented: a property, or a pass-through key (topic.creation.* goes to Settings.topic_creation)
+    assert compat is not None and (compat.status != "implemented" or is_known_property(name)), name
 
 
 def test_implemented_entries_are_mongocdc_properties() -> None:
@@ -234,7 +236,6 @@ def test_framework_keys_are_reported_once_in_one_warning(tmp_path: Path, caplog:
         "predicates.isOrders.type",
         "errors.tolerance",
         "errors.deadletterqueue.topic.name",
-        "topic.creation.default.replication.factor",
         "exactly.once.support",
         "offsets.storage.topic",
         "producer.override.compression.type",
@@ -242,6 +243,10 @@ def test_framework_keys_are_reported_once_in_one_warning(tmp_path: Path, caplog:
     ):
         assert key in text, key
         assert key in settings.ignored, key
+    # topic.creation.* takes effect: mongocdc creates missing topics as Kafka Connect does
+    assert "topic.creation" not in text and "topic.creation.default.partitions" not in settings.ignored
+    rules = settings.topic_creation_rules
+    assert rules is not None and (rules.default.partitions, rules.default.replication_factor) == (6, 3)
     assert "unwrap (io.debezium.connector.mongodb.transforms.ExtractNewDocumentState)" in text
     assert "route (org.apache.kafka.connect.transforms.RegexRouter)" in text
     # values that change nothing are accepted silently
@@ -355,3 +360,56 @@ def test_did_you_mean_needs_few_edits() -> None:
     assert did_you_mean("storage.topic", ["offset.storage.topic", "topic"]) == "; did you mean 'offset.storage.topic'?"
     assert did_you_mean("a", ["b"]) == "; did you mean 'b'?"
     assert did_you_mean("ab", ["xy"]) == ""
+
+
+# --- topic.creation.* ---------------------------------------------------------------------------
+
+
+def test_topic_creation_groups_match_as_kafka_connect_matches_them(tmp_path: Path) -> None:
+    """The first listed group whose include matches the whole name and whose exclude does not wins, else default;
+    a group's counts default to the default group's, its topic configs are its own."""
+    settings = load_settings(
+        write(
+            tmp_path,
+            "topic.prefix=shop\n"
+            "topic.creation.default.replication.factor=-1\ntopic.creation.default.partitions=2\n"
+            "topic.creation.default.cleanup.policy=compact\n"
+            "topic.creation.default.include=nothing\n"  # ignored for the default group, as in Kafka Connect
+            "topic.creation.groups=default,orders,audit\n"
+            "topic.creation.orders.include=shop[.]sales[.].*\ntopic.creation.orders.exclude=.*[.]archive\n"
+            "topic.creation.orders.partitions=6\ntopic.creation.orders.compression.type=lz4\n"
+            "topic.creation.audit.include=shop[.]sales[.]orders,__debezium-heartbeat[.].*\n",
+        ),
+        {},
+        {},
+    )
+    rules = settings.topic_creation_rules
+    assert rules is not None and [g.name for g in rules.groups] == ["orders", "audit"]
+    orders = rules.group_for("shop.sales.orders")
+    assert (orders.name, orders.partitions, orders.replication_factor) == ("orders", 6, -1)
+    assert dict(orders.configs) == {"compression.type": "lz4"}
+    assert rules.group_for("shop.sales.orders.archive").name == "default"  # excluded from orders, not in audit
+    assert rules.group_for("__debezium-heartbeat.shop").name == "audit"
+    assert rules.group_for("shop.sales").name == "default"  # the whole name must match
+    default = rules.group_for("shop.inventory.items")
+    assert (default.partitions, dict(default.configs)) == (2, {"cleanup.policy": "compact"})
+
+
+def test_topic_creation_off_without_the_default_counts_or_when_disabled(tmp_path: Path) -> None:
+    assert load_settings(write(tmp_path, "topic.prefix=shop\n"), {}, {}).topic_creation_rules is None
+    disabled = "topic.prefix=shop\ntopic.creation.enable=false\ntopic.creation.default.partitions=1\n"
+    assert load_settings(write(tmp_path, disabled), {}, {}).topic_creation_rules is None
+    message = error(tmp_path, "topic.creation.default.partitions=0\ntopic.creation.groups=a\n")
+    assert "topic.creation.default.partitions: invalid value '0': must be -1" in message
+    assert "topic.creation.default.replication.factor is required when topic.creation.* is set" in message
+
+
+def test_topic_creation_keys_come_from_the_environment_and_never_reach_librdkafka() -> None:
+    env = {"MONGOCDC_TOPIC_CREATION_DEFAULT_PARTITIONS": "4", "MONGOCDC_TOPIC_CREATION_DEFAULT_REPLICATION_FACTOR": "1"}
+    settings = load_settings(None, env, {"topic.creation.default.cleanup.policy": "compact"})
+    rules = settings.topic_creation_rules
+    assert rules is not None and (rules.default.partitions, rules.default.replication_factor) == (4, 1)
+    assert dict(rules.default.configs) == {"cleanup.policy": "compact"}
+    assert not any(key.startswith("topic.creation") or "partitions" in key for key in settings.kafka_client)
+    assert settings.get("topic.creation.default.partitions") == "4"
+    assert settings.as_properties()["topic.creation.default.cleanup.policy"] == "compact"

@@ -10,13 +10,13 @@ from mongocdc.config.values import ChoiceType
 FILTER_KEY_ROW = "| `snapshot.collection.filter.overrides.<database>.<collection>` |"
 
 
-def test_reference_has_one_row_per_property_the_filter_keys_and_the_kafka_passthrough() -> None:
+def test_reference_has_one_row_per_property_the_filter_keys_topic_creation_and_the_kafka_passthrough() -> None:
     table = render_reference_markdown()
     lines = table.strip().splitlines()
     assert lines[0] == "| Property | Default | Description |"
     assert lines[1] == "|---|---|---|"
     rows = lines[2:]
-    assert len(rows) == len(PROPERTIES) + 2
+    assert len(rows) == len(PROPERTIES) + 3
     filter_rows = [i for i, row in enumerate(rows) if row.startswith(FILTER_KEY_ROW)]
     assert len(filter_rows) == 1
     assert rows[filter_rows[0] - 1].startswith("| `snapshot.collection.filter.overrides` |")
@@ -25,6 +25,7 @@ def test_reference_has_one_row_per_property_the_filter_keys_and_the_kafka_passth
         assert row.startswith(f"| `{name}` |")
     for row in rows[:-1]:
         assert row.count(" | ") == 2  # no unescaped pipe inside a cell
+    assert rows[-2].startswith("| `topic.creation.*` |")
     assert rows[-1].startswith("| `kafka.*` |")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from pymongo import MongoClient
 
 from mongocdc import wiring
 from mongocdc.config import load_settings
-from mongocdc.errors import ConfigError, ExitCode
+from mongocdc.errors import ConfigError, ExitCode, UnreachableError
 from mongocdc.retry import Backoff
 from mongocdc.sources.mongo import client as client_module
 from mongocdc.sources.mongo.client import ClientOptions, connect, uri_settings
@@ -231,3 +232,20 @@ def test_auth_source_may_be_external_but_not_a_bad_name() -> None:
     assert settings(**{"mongodb.user": "CN=x", "mongodb.authsource": "$external"}).mongodb_authsource == "$external"
     with pytest.raises(ConfigError, match="mongodb.authsource"):
         settings(**{"mongodb.authsource": "a b"})
+
+
+def test_a_retry_against_an_unreachable_server_is_one_line_without_pymongos_topology_dump(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    uri = "mongodb://127.0.0.1:9/?directConnection=true"
+    with caplog.at_level(logging.WARNING, logger="mongocdc.retry"), pytest.raises(UnreachableError) as caught:
+        connect(uri, Backoff(0.01, 0.01, 2), client_options=ClientOptions(server_selection_timeout_ms=200))
+    retries = [r.getMessage() for r in caplog.records if r.name == "mongocdc.retry"]
+    assert len(retries) == 1 and "\n" not in retries[0]
+    assert retries[0].startswith(
+        "connecting to MongoDB at 127.0.0.1:9: attempt 1/2 failed, next in 0.0 s: 127.0.0.1:9:"
+    )
+    assert "Topology Description" not in retries[0] and "configured timeouts" not in retries[0]
+    assert caught.value.message.startswith("MongoDB at 127.0.0.1:9 is unreachable after 2 attempts: 127.0.0.1:9:")
+    assert "Topology Description" not in caught.value.message
+    assert caught.value.hint is not None and caught.value.hint.endswith("connect.backoff.* tune the retries")
