@@ -388,8 +388,8 @@ def connect_location(
     file: Path | None,
 ) -> ConnectLocation:
     """The Connect offsets the operator named: ``--connect-offsets-file``, or the topic on the cluster."""
-    from mongocdc.config import check_librdkafka_key
     from mongocdc import wiring
+    from mongocdc.config import check_librdkafka_key
     from mongocdc.offsets.connect import DEFAULT_TOPIC
 
     if file is not None and (topic is not None or bootstrap_servers is not None or options):
