@@ -96,7 +96,7 @@ complete -c mongocdc -n '__fish_seen_subcommand_from show' -l name -d 'Connector
 complete -c mongocdc -n '__fish_seen_subcommand_from show' -l bootstrap-servers -l bootstrap-server -d 'Kafka bootstrap servers (kafka.bootstrap.servers).'
 complete -c mongocdc -n '__fish_seen_subcommand_from show' -l config -s c -d 'Configuration file: YAML, JSON (a Kafka Connect REST body too) or Java .properties. The same as the global --config.'
 complete -c mongocdc -n '__fish_use_subcommand' -a replicate -d 'Copy topics to a second Kafka cluster until SIGTERM/SIGINT, with offset syncs and group checkpoints.'
-complete -c mongocdc -n '__fish_seen_subcommand_from replicate' -l status-interval -d 'Seconds between status lines.'
+complete -c mongocdc -n '__fish_seen_subcommand_from replicate' -l status-interval -d 'Seconds between status lines; a replicator with nothing new (nothing copied, the lag unchanged) prints none.'
 complete -c mongocdc -n '__fish_seen_subcommand_from replicate' -l shutdown-timeout -d 'On SIGTERM/SIGINT, how long to wait for the target to acknowledge the copies in flight; then commit only what it acknowledged and exit 4.'
 complete -c mongocdc -n '__fish_seen_subcommand_from replicate' -l output -s o -d 'Output format: table for people, json for scripts.'
 complete -c mongocdc -n '__fish_seen_subcommand_from replicate' -l source -d 'Bootstrap servers of the source cluster (src.kafka.bootstrap.servers; other src.kafka.* settings such as SASL/SSL come from the config file or MONGOCDC_SRC_KAFKA_*).'
