@@ -159,7 +159,7 @@ complete -c mongocdc -n '__fish_seen_subcommand_from snapshot' -l incremental -d
 complete -c mongocdc -n '__fish_seen_subcommand_from snapshot' -l collections -d 'Regular expression matched against whole <database>.<collection> names (repeat for more); a name whose parts contain dots can be given exactly as "db"."coll.x".'
 complete -c mongocdc -n '__fish_seen_subcommand_from snapshot' -l filter -d 'Additional condition DB.COLL=JSON: snapshot only the documents of DB.COLL matching the query, e.g. inventory.orders=\'{"status": "open"}\' (extended JSON for BSON types; repeat for more collections).'
 complete -c mongocdc -n '__fish_seen_subcommand_from snapshot' -l channel -d 'Where to write the signal: source (a document in signal.data.collection) or kafka (a record in signal.kafka.topic keyed by topic.prefix). Default: the first of signal.enabled.channels.'
-complete -c mongocdc -n '__fish_seen_subcommand_from snapshot' -l wait -d 'With --incremental: show progress until the snapshot completes.'
+complete -c mongocdc -n '__fish_seen_subcommand_from snapshot' -l wait -d 'With --incremental: show progress until the snapshot completes (live from the connector\'s notifications when notification.enabled.channels includes sink, else from its stored offsets).'
 complete -c mongocdc -n '__fish_seen_subcommand_from snapshot' -l timeout -d 'With --wait: give up waiting after this many seconds.'
 complete -c mongocdc -n '__fish_seen_subcommand_from snapshot' -l connection-string -d 'MongoDB connection string (mongodb.connection.string).'
 complete -c mongocdc -n '__fish_seen_subcommand_from snapshot' -l topic-prefix -d 'Prefix of every topic name (topic.prefix).'
