@@ -190,6 +190,7 @@ complete -c mongocdc -n '__fish_seen_subcommand_from run' -l conf -d 'Spark conf
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l packages -d 'More Maven packages for the job (repeat, or comma-separate), resolved like the Kafka source.'
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l jars -d 'Use these jars instead of resolving the Kafka source and Delta from Maven (offline clusters).'
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l submit -d 'Run through spark-submit even on a local master (default: in-process).'
+complete -c mongocdc -n '__fish_seen_subcommand_from run' -l ui -d 'Start the Spark UI (off by default: spark.ui.enabled=false; --conf spark.ui.enabled=true is the same). Its address is logged when Spark has started.'
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l dry-run -d 'Print the exact spark-submit command line and do nothing.'
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l query-name -d 'Name of the streaming query (Spark UI, logs, status).'
 complete -c mongocdc -n '__fish_seen_subcommand_from run' -l output -s o -d 'Output format: table for people, json for scripts.'
