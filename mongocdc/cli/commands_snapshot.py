@@ -137,9 +137,17 @@ def _readable(record: Mapping[str, Any]) -> SourceOffset | None:
 def _wait(
     settings: Settings, reader: NotificationReader | None, signal_id: str, stop: Any, timeout: float | None
 ) -> SnapshotReport:
+    from mongocdc.cli.incremental_wait import Estimates, follow_notifications
+
     if reader is None:
-        return wait_for_incremental(settings, signal_id, stop, timeout_s=timeout)
-    from mongocdc.cli.incremental_wait import follow_notifications
+        report = wait_for_incremental(settings, signal_id, stop, timeout_s=timeout)
+        estimates = Estimates(settings)
+        estimates.ask(report.collections)
+        estimates.settle(5.0)
+        for ns, count in estimates.counts.items():
+            if count is not None:
+                report.collections[ns].estimated = count
+        return report
 
     def timed_out(taken_up: bool) -> Exception:
         assert timeout is not None

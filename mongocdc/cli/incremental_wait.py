@@ -117,7 +117,7 @@ def _names(joined: str | None) -> list[str]:
     return [ns for ns in (joined or "").split(",") if ns]
 
 
-class _Estimates:
+class Estimates:
     """MongoDB's estimated counts of collections, asked on a thread of their own (MongoDB may be slow to
     answer, or not reachable from here: the counts are then unknown, the progress goes on)."""
 
@@ -163,7 +163,7 @@ def follow_notifications(
     """Show the snapshot ``signal_id``'s progress from its notifications until it completed or was aborted
     (or ``stop`` is set); past ``timeout_s``, raise ``on_timeout(taken up)``."""
     progress = NotificationProgress(signal_id, settings.incremental_snapshot_chunk_size)
-    estimates = _Estimates(settings)
+    estimates = Estimates(settings)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     with SnapshotProgressView() as view:
         while not progress.finished and not stop.is_set():

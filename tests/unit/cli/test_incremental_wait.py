@@ -93,3 +93,20 @@ def test_waiting_without_the_sink_channel_says_progress_comes_late_and_how_to_fo
     assert "notification.enabled.channels has no 'sink'" in done.stderr
     assert "written every offset.flush.interval.ms (60000 ms)" in done.stderr
     assert "notification.enabled.channels=sink" in done.stderr
+
+
+def test_the_offsets_fallback_reports_mongodbs_estimates_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from mongocdc import wiring
+    from mongocdc.cli import commands_snapshot
+    from mongocdc.config import load_settings
+    from mongocdc.engine.snapshot import CollectionReport, SnapshotReport
+
+    stored = SnapshotReport(completed=True)
+    stored.collections["db.a"] = CollectionReport("db.a", 0, documents=40, done=True)
+    monkeypatch.setattr(commands_snapshot, "wait_for_incremental", lambda *args, **kwargs: stored)
+    monkeypatch.setattr(wiring, "estimated_counts", lambda settings, namespaces: dict.fromkeys(namespaces, 42))
+    settings = load_settings(None, {}, {"topic.prefix": "app"})
+    report = commands_snapshot._wait(settings, None, "s1", threading.Event(), None)
+    assert collection_rows(report) == [["db.a", 40, 42, "0.0", "-", "done"]]
