@@ -84,7 +84,8 @@ class NotificationProgress:
                     c.documents = max(c.documents, self._full_chunks[current] * self.chunk_size)
         elif note.type == "TABLE_SCAN_COMPLETED":
             c = self._collection(data.get(SCANNED_COLLECTION, ""))
-            c.documents = int(data.get(TOTAL_ROWS_SCANNED) or c.documents)
+            scanned = data.get(TOTAL_ROWS_SCANNED, "")
+            c.documents = int(scanned) if scanned.isdigit() else c.documents
             c.done, c.phase = True, ""
             if c.running_since is not None:
                 c.seconds, c.running_since = now - c.running_since, None
@@ -195,5 +196,6 @@ def collection_rows(report: SnapshotReport) -> list[list[Any]]:
         else:
             state = "waiting"
         rate = "-" if c.rate is None else f"{c.rate:,.0f}"
-        rows.append([ns, c.documents, c.estimated or "?", f"{c.seconds:.1f}", rate, state])
+        estimated = "?" if not c.estimated and not (c.done and not c.documents) else c.estimated  # 0: not known
+        rows.append([ns, c.documents, estimated, f"{c.seconds:.1f}", rate, state])
     return rows

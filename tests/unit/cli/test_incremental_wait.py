@@ -110,3 +110,18 @@ def test_the_offsets_fallback_reports_mongodbs_estimates_too(monkeypatch: pytest
     settings = load_settings(None, {}, {"topic.prefix": "app"})
     report = commands_snapshot._wait(settings, None, "s1", threading.Event(), None)
     assert collection_rows(report) == [["db.a", 40, 42, "0.0", "-", "done"]]
+
+
+def test_an_empty_collection_reads_0_of_0_and_an_unknown_estimate_is_a_question_mark() -> None:
+    progress = NotificationProgress("s1", 10)
+    for note in (
+        incremental_snapshot("STARTED", "c", signal_id="s1", data_collections=["db.empty", "db.big"]),
+        incremental_snapshot("TABLE_SCAN_COMPLETED", "c", signal_id="s1", data_collections=["db.empty", "db.big"],
+                             scanned_collection="db.empty", total_rows_scanned=0, status="EMPTY"),
+        incremental_snapshot("IN_PROGRESS", "c", signal_id="s1", current_collection_in_progress="db.big",
+                             maximum_key="99", last_processed_key="9"),
+    ):  # fmt: skip
+        progress.apply(note)
+    rows = {row[0]: row for row in collection_rows(progress.refresh({}))}
+    assert rows["db.empty"][1:3] == [0, 0] and rows["db.empty"][-1] == "done"
+    assert rows["db.big"][1:3] == [10, "?"] and rows["db.big"][-1] == "reading"
