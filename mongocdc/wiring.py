@@ -558,6 +558,18 @@ def incremental_snapshotter(settings: Settings, client: Client, sink: KafkaSink)
     )
 
 
+def estimated_counts(settings: Settings, namespaces: Iterable[str]) -> dict[str, int | None]:
+    """Each collection's estimated document count (``None`` when MongoDB does not say), for progress displays."""
+    from mongocdc.sources.mongo.scan import QueryReader
+
+    client = mongo_client(settings)
+    try:
+        reader = QueryReader(client)
+        return {ns: reader.estimated_count(ns) for ns in namespaces}
+    finally:
+        client.close()
+
+
 # --- replication and failover -------------------------------------------------------------
 
 

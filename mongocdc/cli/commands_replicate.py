@@ -98,7 +98,14 @@ REPLICATE_EXAMPLES: Final = examples(
 def replicate(
     ctx: typer.Context,
     status_interval: Annotated[
-        float, typer.Option("--status-interval", metavar="SECONDS", help="Seconds between status lines.", min=0.1)
+        float,
+        typer.Option(
+            "--status-interval",
+            metavar="SECONDS",
+            help="Seconds between status lines; a replicator with nothing new (nothing copied, the lag "
+            "unchanged) prints none.",
+            min=0.1,
+        ),
     ] = 10.0,
     shutdown_timeout: Annotated[
         float,
@@ -120,24 +127,20 @@ def replicate(
     --shutdown-timeout, even with the target down (exit 4 when it did not acknowledge everything).
     """
     from mongocdc import wiring
+    from mongocdc.replication.status import StatusGate
 
     settings = state(ctx).settings()
     stopper = GracefulStop()
+    gate = StatusGate()
 
     def on_status(stats: ReplicationStats) -> None:
+        new = gate.news(stats)
+        if new is None:  # idle: nothing copied or skipped, the lag unchanged since the last line
+            return
         if output is Output.json:
             render.print_json({"status": "replicating", "at": datetime.now(UTC).isoformat(), **stats.to_dict()})
         else:
-            lag = "unknown" if stats.lag is None else f"{stats.lag:,}"
-            log.info(
-                "copied %d records (%.0f/s), %d loops skipped, lag %s, %d commits, %d checkpoints",
-                stats.copied,
-                stats.records_per_s,
-                stats.skipped_loops,
-                lag,
-                stats.commits,
-                stats.checkpoints,
-            )
+            log.info("%s", status_line(stats, new))
 
     replicator = wiring.replicator(settings, shutdown_timeout_s=shutdown_timeout)
     with stopper.installed():
@@ -148,9 +151,22 @@ def replicate(
     if output is Output.json:
         render.print_json({"status": "stopped", **stats.to_dict()})
     else:
-        render.table("replication stopped", ["", "count"], [[k, v] for k, v in stats.to_dict().items()])
+        render.table("replication stopped", ["", "count"], stats.summary_rows())
     if stopper.exit_code:
         raise typer.Exit(stopper.exit_code)
+
+
+def status_line(stats: ReplicationStats, new: int) -> str:
+    """One status line in words: what was copied since the last line, in all, and how far behind."""
+    lag = "lag unknown" if stats.lag is None else f"{stats.lag:,} behind"
+    line = f"copied {new:,} {_records(new)} ({stats.records_per_s:,.0f}/s), {stats.copied:,} in all, {lag}"
+    if stats.skipped_loops:
+        line += f"; {stats.skipped_loops:,} not copied back (they came from the target)"
+    return line
+
+
+def _records(n: int) -> str:
+    return "record" if n == 1 else "records"
 
 
 _TITLES: Final = {"would write": "offsets --apply would write"}

@@ -24,17 +24,20 @@ from mongocdc.config import Settings
 from mongocdc.errors import UnreachableError
 
 if TYPE_CHECKING:
+    from mongocdc.engine.snapshot import SnapshotReport
     from mongocdc.engine.source_offset import SourceOffset
+    from mongocdc.sources.kafka.notifications import NotificationReader
 
 log = logging.getLogger("mongocdc.snapshot")
 
 
-def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeout_s: float | None) -> dict[str, Any]:
+def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeout_s: float | None) -> SnapshotReport:
     """Follow the connector's stored progress until the snapshot ``signal_id`` is no longer running.
 
     The running connector keeps the progress in its offsets (``SourceOffset.incremental``) and, once it
     completed, the snapshot's id (``SourceOffset.completed_incremental``). The store is opened once and
-    read again every half second.
+    read again every half second. The offsets are written every ``offset.flush.interval.ms``, so this is
+    the fallback of a connector without the ``sink`` notification channel (``incremental_wait``).
     """
     from mongocdc import wiring
     from mongocdc.engine.snapshot import CollectionReport, SnapshotReport
@@ -84,24 +87,52 @@ def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeo
                 report.completed = finished or (seen and not running)
                 view.update(report)
                 if report.completed:
-                    return report.to_dict()
+                    return report
                 if deadline is not None and time.monotonic() > deadline:
-                    if not seen:
-                        raise UnreachableError(
-                            f"no connector took up incremental snapshot {signal_id} within {timeout_s:g} s: "
-                            f"connector {settings.name!r} has not recorded it in its offsets",
-                            hint=f"is `mongocdc stream` running with --name {settings.name} and the same --offsets "
-                            "and signal settings? The signal stays where it was sent and is read when it starts",
-                        )
-                    raise UnreachableError(
-                        f"incremental snapshot {signal_id} did not complete within {timeout_s:g} s",
-                        hint="it goes on in the connector; follow it with `mongocdc offsets show` or its notifications",
-                    )
+                    assert timeout_s is not None
+                    raise _timed_out(settings, signal_id, timeout_s, taken_up=seen, recorded_in="its offsets")
                 if stop.wait(0.5):
-                    return report.to_dict()
+                    return report
                 records = store.records(settings.name)
     finally:
         store.close()
+
+
+def _timed_out(
+    settings: Settings, signal_id: str, timeout_s: float, *, taken_up: bool, recorded_in: str
+) -> UnreachableError:
+    """Exit 4 past ``--timeout``: no connector took the snapshot up, or it did not complete in time."""
+    if not taken_up:
+        return UnreachableError(
+            f"no connector took up incremental snapshot {signal_id} within {timeout_s:g} s: "
+            f"connector {settings.name!r} has not recorded it in {recorded_in}",
+            hint=f"is `mongocdc stream` running with --name {settings.name} and the same --offsets "
+            "and signal settings? The signal stays where it was sent and is read when it starts",
+        )
+    return UnreachableError(
+        f"incremental snapshot {signal_id} did not complete within {timeout_s:g} s",
+        hint="it goes on in the connector; follow it with `mongocdc offsets show` or its notifications",
+    )
+
+
+def _notification_reader(settings: Settings) -> NotificationReader | None:
+    """The reader of the connector's notification topic, made before the signal is sent (it starts at the
+    topic's end), when the connector writes notifications to Kafka (``notification.enabled.channels``)."""
+    if "sink" not in settings.notification_enabled_channels:
+        log.warning(
+            "notification.enabled.channels has no 'sink': progress comes from the connector's stored offsets, "
+            "written every offset.flush.interval.ms (%d ms); with notification.enabled.channels=sink (and "
+            "notification.sink.topic.name) in the connector's configuration and this one, it is followed live",
+            settings.offset_flush_interval_ms,
+        )
+        return None
+    from mongocdc.sources.kafka.notifications import NotificationReader
+
+    return NotificationReader(
+        settings.kafka_client,
+        settings.require("notification.sink.topic.name"),
+        timeout_s=settings.connect_timeout_ms / 1000,
+    )
 
 
 def _readable(record: Mapping[str, Any]) -> SourceOffset | None:
@@ -120,6 +151,46 @@ SNAPSHOT_EXAMPLES: Final = examples(
 )
 
 
+def _wait(
+    settings: Settings, reader: NotificationReader | None, signal_id: str, stop: Any, timeout: float | None
+) -> SnapshotReport:
+    from mongocdc.cli.incremental_wait import Estimates, follow_notifications
+
+    if reader is None:
+        report = wait_for_incremental(settings, signal_id, stop, timeout_s=timeout)
+        estimates = Estimates(settings)
+        estimates.ask(report.collections)
+        estimates.settle(5.0)
+        for ns, count in estimates.counts.items():
+            if count is not None:
+                report.collections[ns].estimated = count
+        return report
+
+    def timed_out(taken_up: bool) -> Exception:
+        assert timeout is not None
+        where = f"its notifications ({reader.topic})"
+        return _timed_out(settings, signal_id, timeout, taken_up=taken_up, recorded_in=where)
+
+    return follow_notifications(settings, reader, signal_id, stop, timeout_s=timeout, on_timeout=timed_out)
+
+
+def render_incremental(output: Output, result: dict[str, Any], report: SnapshotReport | None) -> None:
+    """The signal sent and, after --wait, each collection's documents read of its estimated count."""
+    from mongocdc.cli.incremental_wait import collection_rows
+
+    if output is Output.json:
+        render.print_json(result if report is None else {**result, "snapshot": report.to_dict()})
+        return
+    render.table("incremental snapshot", ["field", "value"], [[k, v] for k, v in result.items()])
+    if report is not None:
+        state = "completed" if report.completed else "not completed"
+        render.table(
+            f"snapshot {result['id']}: {state}",
+            ["collection", "read", "estimated", "seconds", "docs/s", "state"],
+            collection_rows(report),
+        )
+
+
 @settings_flags(*CONNECTOR_FLAGS, "metrics.port")
 def snapshot(
     ctx: typer.Context,
@@ -136,7 +207,12 @@ def snapshot(
     filters: FilterOpt = None,
     channel: ChannelOpt = None,
     wait: Annotated[
-        bool, typer.Option("--wait", help="With --incremental: show progress until the snapshot completes.")
+        bool,
+        typer.Option(
+            "--wait",
+            help="With --incremental: show progress until the snapshot completes (live from the connector's "
+            "notifications when notification.enabled.channels includes sink, else from its stored offsets).",
+        ),
     ] = False,
     timeout: Annotated[
         float | None,
@@ -163,17 +239,19 @@ def snapshot(
         if filters:
             data["additional-conditions"] = parse_filters(filters)
         signal = build_signal("execute-snapshot", str(uuid.uuid4()), data)
-        sent = send_signal(settings, choose_channel(settings, channel), signal)
-        result: dict[str, Any] = {"id": sent.signal_id, "channel": sent.channel.value, "to": sent.destination}
-        if wait:
-            with stopper.installed():
-                result["snapshot"] = wait_for_incremental(settings, sent.signal_id, stopper.event, timeout_s=timeout)
-        rows: list[list[Any]] = [["id", sent.signal_id], ["channel", sent.channel.value], ["to", sent.destination]]
-        if "snapshot" in result:  # --wait: the outcome in words, one row per collection
-            waited = result["snapshot"]
-            rows.append(["completed", waited["completed"]])
-            rows += [[ns, f"{c['documents']:,} documents"] for ns, c in waited["collections"].items()]
-        render.emit(output, result, ["field", "value"], rows, title="incremental snapshot")
+        target = choose_channel(settings, channel)
+        reader = _notification_reader(settings) if wait else None
+        try:
+            sent = send_signal(settings, target, signal)
+            result: dict[str, Any] = {"id": sent.signal_id, "channel": sent.channel.value, "to": sent.destination}
+            report: SnapshotReport | None = None
+            if wait:
+                with stopper.installed():
+                    report = _wait(settings, reader, sent.signal_id, stopper.event, timeout)
+        finally:
+            if reader is not None:
+                reader.close()
+        render_incremental(output, result, report)
         if stopper.exit_code:
             raise typer.Exit(stopper.exit_code)
         return

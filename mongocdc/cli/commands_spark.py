@@ -249,6 +249,14 @@ def spark_run(
         bool,
         typer.Option("--submit", help="Run through spark-submit even on a local master (default: in-process)."),
     ] = False,
+    ui: Annotated[
+        bool,
+        typer.Option(
+            "--ui",
+            help="Start the Spark UI (off by default: spark.ui.enabled=false; --conf spark.ui.enabled=true is the "
+            "same). Its address is logged when Spark has started.",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool,
         typer.Option("--dry-run", help="Print the exact spark-submit command line and do nothing."),
@@ -290,6 +298,7 @@ def spark_run(
         requested_format=table_format,
         spark_log_level="INFO" if state(ctx).log_level is LogLevel.debug else "ERROR",
         json_logs=state(ctx).log_format is LogFormat.json,
+        ui=ui,
     )
     if dry_run:
         plan, spark_packages = launcher.prepare(plan)

@@ -153,7 +153,7 @@ class ConnectorTask:
         if report.completed:
             # Streaming continues from where the snapshot began; initsync and progress are dropped.
             self._commit(SourceOffset(resume))
-            log.info("snapshot completed: %d documents", report.documents)
+            log.info("snapshot completed: %s", report.summary())
         return report
 
     def stream(self) -> StreamStats:

@@ -273,12 +273,16 @@ class IncrementalSnapshotter:
         if signal.stops_all:
             self._state = self._state.stop()
         else:
-            self._state = self._state.stop(signal.select(self._state.collections).namespaces)
+            stopped = signal.select(self._state.collections).namespaces
+            self._state = self._state.stop(stopped)
         if self._state.current != current:
             self.window.cancel()
             self._chunk = None
         log.info("incremental snapshot stopped for %s (signal %s)", "all" if signal.stops_all else "some", signal.id)
-        self._notify("ABORTED", signal_id=self._state.snapshot_id)
+        if signal.stops_all:
+            self._notify("ABORTED", signal_id=self._state.snapshot_id)
+        else:  # as Debezium: the collections taken out of a snapshot that goes on
+            self._notify("ABORTED", signal_id=self._state.snapshot_id, data_collections=list(stopped))
 
     # -- chunks ----------------------------------------------------------------------------
 
@@ -296,13 +300,24 @@ class IncrementalSnapshotter:
         if count:
             self._state = self._state.after_chunk(last_key, count)
         if count < self._chunk_size:
-            finished = self._state.current
+            before = self._state
             self._state = self._state.next_bracket()
-            if self._state.current != finished:
-                self._notify("TABLE_SCAN_COMPLETED", signal_id=self._state.snapshot_id, data_collection=finished)
+            if self._state.current != before.current:
+                self._table_scan_completed(before, "SUCCEEDED")
         self._notify("IN_PROGRESS", signal_id=self._state.snapshot_id, **self._state.progress_data())
         if not self._state.running:
             self._completed(self._state.snapshot_id)
+
+    def _table_scan_completed(self, state: IncrementalSnapshotState, status: str) -> None:
+        """Debezium's ``TABLE_SCAN_COMPLETED`` for ``state``'s current collection, read to its end."""
+        self._notify(
+            "TABLE_SCAN_COMPLETED",
+            signal_id=state.snapshot_id,
+            data_collections=state.collections,
+            scanned_collection=state.current,
+            total_rows_scanned=state.documents,
+            status=status,
+        )
 
     def _completed(self, snapshot_id: str) -> None:
         log.info("incremental snapshot %s completed", snapshot_id)
@@ -322,8 +337,8 @@ class IncrementalSnapshotter:
                 state = state.with_maximum_key(key)
             else:
                 log.info("incremental snapshot: %s is empty", namespace)
+                self._table_scan_completed(state, "EMPTY")
                 state = state.finish_collection()
-                self._notify("TABLE_SCAN_COMPLETED", signal_id=state.snapshot_id, data_collection=namespace)
         self._state = state
         if not state.running:
             self._completed(state.snapshot_id)

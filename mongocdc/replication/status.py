@@ -29,6 +29,39 @@ class ReplicationStats:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def summary_rows(self) -> list[list[Any]]:
+        """The stats as ``[what, value]`` rows in words, for the summary table a stop prints."""
+        return [
+            ["records copied", self.copied],
+            ["records not copied back (they came from the target)", self.skipped_loops],
+            ["bytes copied", self.bytes],
+            ["records behind (lag)", "unknown" if self.lag is None else self.lag],
+            ["copy rate, last interval (records/s)", self.records_per_s],
+            ["source offset commits", self.commits],
+            ["offset syncs written", self.syncs],
+            ["group checkpoints written", self.checkpoints],
+            ["topics", self.topics],
+            ["partitions", self.partitions],
+        ]
+
+
+class StatusGate:
+    """Which periodic statuses are worth a line: one where records were copied or skipped or the lag changed
+    since the last line said; an idle replicator says nothing (not "copied 34 records (0/s)" every interval)."""
+
+    def __init__(self) -> None:
+        self._said: tuple[int, int, int | None] | None = None
+        self._copied_then = 0
+
+    def news(self, stats: ReplicationStats) -> int | None:
+        """The records copied since the last line when ``stats`` is worth one (remembered as said), else ``None``."""
+        now = (stats.copied, stats.skipped_loops, stats.lag)
+        if now == self._said:
+            return None
+        self._said = now
+        new, self._copied_then = stats.copied - self._copied_then, stats.copied
+        return new
+
 
 class StatusMeter:
     """Fills in ``stats``' lag (from the high watermarks the copying consumer last fetched, no request) and its

@@ -22,6 +22,7 @@ import json
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ log = logging.getLogger("mongocdc.spark")
 STATE_DIR = "mongocdc"
 KEEP_PROGRESS = 200
 _POLL_S = 1
+STILL_RUNNING_EVERY_S = 30.0
+"""How often a long batch says what it is doing."""
 
 
 def job_dir(checkpoint: str) -> str:
@@ -60,6 +63,9 @@ class BatchApplier:
     applied: dict[str, int] = field(default_factory=dict)
     """Change events applied per ``<db>.<collection>`` by this process."""
     compaction: Compaction | None = None
+    doing: tuple[int, float, str] | None = None
+    """While a batch runs: its id, when it began (monotonic) and what it does now, for the "still running" lines."""
+    _said_at: float = field(default=0.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.schema is None and self.options.columns:
@@ -80,6 +86,9 @@ class BatchApplier:
         return m.project(m.parse_records(records, self.options.skip_topics), self.schema)
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
+        self.doing = (batch_id, started, "reading its records from Kafka")
+        log.info("batch %d: %s", batch_id, self.doing[2])
         changes = self.changes(records).persist()
         try:
             counts = (
@@ -91,11 +100,21 @@ class BatchApplier:
                 )
                 .collect()
             )
+            total = sum(int(row["count"]) for row in counts)
+            log.info(
+                "batch %d: %s to apply to %d %s (read in %.1f s)",
+                batch_id,
+                _changes(total),
+                len(counts),
+                "collection" if len(counts) == 1 else "collections",
+                time.monotonic() - started,
+            )
             for row in sorted(counts, key=lambda r: (r["_db"], r["_collection"])):
                 db, collection = row["_db"], row["_collection"]
                 subset = changes.where((F.col("_db") == db) & (F.col("_collection") == collection)).drop(
                     *m.COLLECTION_COLUMNS
                 )
+                self.doing = (batch_id, started, f"applying {_changes(int(row['count']))} to {db}.{collection}")
                 table = state_table(
                     self.spark,
                     self.options.table_format,
@@ -119,9 +138,29 @@ class BatchApplier:
                     )
                 name = f"{db}.{collection}"
                 self.applied[name] = self.applied.get(name, 0) + int(row["count"])
-                log.info("batch %d: %d change(s) applied to %s", batch_id, row["count"], name)
+                log.info("batch %d: %s applied to %s", batch_id, _changes(int(row["count"])), name)
+            seconds = time.monotonic() - started
+            rate = f" ({total / seconds:,.0f}/s)" if seconds > 0 and total else ""
+            log.info("batch %d done: %s in %.1f s%s", batch_id, _changes(total), seconds, rate)
         finally:
+            self.doing = None
             changes.unpersist()
+
+    def still_running(self, every_s: float, now: float) -> str | None:
+        """A line about the running batch once it ran ``every_s`` since it began or since the last such line."""
+        doing = self.doing
+        if doing is None:
+            return None
+        batch_id, started, what = doing
+        last = max(started, self._said_at)
+        if now - last < every_s:
+            return None
+        self._said_at = now
+        return f"batch {batch_id} still running after {now - started:.0f} s: {what}"
+
+
+def _changes(n: int) -> str:
+    return f"{n:,} change" if n == 1 else f"{n:,} changes"
 
 
 MIN_PARTITIONS_PER_CORE = 3
@@ -293,9 +332,14 @@ def run(
     try:
         with _stop_on_signals(stop):
             query = start(spark, options, applier)
+            topics = ", ".join(options.topics) if options.topics else f"topics matching {options.topic_pattern}"
+            log.info("query %s started: waiting for the first batch of %s", options.query_name, topics)
             try:
                 while not query.awaitTermination(_POLL_S):
                     _record(query, progress_log, summary, on_progress)
+                    line = applier.still_running(STILL_RUNNING_EVERY_S, time.monotonic())
+                    if line is not None:
+                        log.info("%s", line)
                     if stop.is_set():
                         summary.stopped_by_signal = True
                         query.stop()

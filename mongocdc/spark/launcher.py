@@ -15,6 +15,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -83,6 +84,8 @@ class LaunchPlan:
     spark_log_level: str = "ERROR"
     json_logs: bool = False
     """``--log-format json``: the driver JVM's log4j lines are JSON records too (``JSON_LOGS``)."""
+    ui: bool = False
+    """Start the Spark UI (``spark.ui.enabled``; off by default: a batch job needs no web server and port)."""
 
     @property
     def is_local(self) -> bool:
@@ -140,11 +143,42 @@ def plan_conf(plan: LaunchPlan, spark_packages: environment.SparkPackages) -> di
         conf["spark.pyspark.python"] = sys.executable
         conf["spark.pyspark.driver.python"] = sys.executable
         conf.update(local_jvm_conf(machine_memory(), os.environ))
+        if plan.spark_log_level != "INFO":  # quiet from the JVM's start, not only once the session exists
+            options = conf["spark.driver.extraJavaOptions"]
+            conf["spark.driver.extraJavaOptions"] = f"{options} -Dlog4j2.configurationFile={quiet_log4j()}"
     conf["spark.ui.showConsoleProgress"] = "false"
+    conf["spark.ui.enabled"] = "true" if plan.ui else "false"
     if plan.json_logs:
         conf["spark.driver.extraJavaOptions"] = f"{conf.get('spark.driver.extraJavaOptions', '')} {JSON_LOGS}".strip()
     conf.update(plan.conf)
     return conf
+
+
+QUIET_LOG4J = """\
+# mongocdc spark run: Spark's own log from the JVM's start, errors only (--log-level debug: Spark's defaults)
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+# pyspark's gateway counts as a shell: Spark would switch its console to this logger's level (WARN when
+# unset) and say so; the same level as the root's, so nothing is switched or said
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+"""
+
+
+def quiet_log4j() -> Path:
+    """A log4j2 configuration that keeps a local run's JVM to errors (no "default log4j profile", no host
+    name warning) until the session's own log level applies."""
+    target = Path(tempfile.gettempdir()) / f"mongocdc-{__version__}-log4j2.properties"
+    if not target.is_file() or target.read_text() != QUIET_LOG4J:
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(QUIET_LOG4J)
+        partial.replace(target)
+    return target
 
 
 def local_jvm_conf(memory_bytes: int | None, env: Mapping[str, str]) -> dict[str, str]:
@@ -214,16 +248,35 @@ def ivy_dir(conf: Mapping[str, str], spark_version: str) -> Path:
     return Path(configured).expanduser().resolve() if configured else packages.default_ivy_dir(spark_version)
 
 
-def preflight(plan: LaunchPlan, conf: Mapping[str, str], spark_packages: environment.SparkPackages) -> None:
-    """Java 17+ present and every package resolvable, before any Spark starts."""
+def preflight(plan: LaunchPlan, conf: Mapping[str, str], spark_packages: environment.SparkPackages) -> dict[str, str]:
+    """Java 17+ present and every package resolvable, before any Spark starts; returns the configuration
+    to start with. Packages are resolved (downloaded on a first run, said so) by a throw-away
+    ``spark-submit`` whose output is read, not shown; a run in this process then gets the resolved jars as
+    ``spark.jars``, so its JVM does not resolve them again and print Ivy's report."""
     environment.require_java()
+    conf = dict(conf)
     coordinates = [c for c in conf.get("spark.jars.packages", "").split(",") if c]
     if coordinates:
-        fetched = packages.ensure_packages(
-            coordinates, ivy_dir(conf, spark_packages.spark_version), conf.get("spark.jars.repositories")
-        )
+        ivy = ivy_dir(conf, spark_packages.spark_version)
+        repositories = conf.get("spark.jars.repositories")
+        fetched = packages.ensure_packages(coordinates, ivy, repositories, on_fetch=_say_resolving)
         if fetched:
             log.info("resolved Spark packages %s", ", ".join(fetched))
+        if not plan.through_submit:
+            jars = packages.resolved_jars(coordinates, ivy, repositories)
+            if jars:
+                del conf["spark.jars.packages"]
+                given = [j for j in conf.get("spark.jars", "").split(",") if j]
+                conf["spark.jars"] = ",".join([*given, *map(str, jars)])
+    return conf
+
+
+def _say_resolving(coordinates: Sequence[str], ivy: Path) -> None:
+    log.info(
+        "resolving Spark packages %s from Maven into %s (once: later runs find them there)",
+        ", ".join(coordinates),
+        ivy,
+    )
 
 
 def launch(
@@ -233,8 +286,7 @@ def launch(
 ) -> dict[str, Any]:
     """Run the job as planned; return its summary (in-process) or spark-submit's outcome."""
     plan, spark_packages = prepare(plan)
-    conf = plan_conf(plan, spark_packages)
-    preflight(plan, conf, spark_packages)
+    conf = preflight(plan, plan_conf(plan, spark_packages), spark_packages)
     if plan.through_submit:
         return _run_submit(plan, conf)
     return _run_in_process(plan, conf, on_progress)
@@ -261,9 +313,13 @@ def start_session(plan: LaunchPlan, conf: Mapping[str, str]) -> Any:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # py4j says at INFO that its callback server starts and every command it receives
+    logging.getLogger("py4j").setLevel(max(logging.WARNING, logging.getLogger().getEffectiveLevel()))
     builder = SparkSession.builder.master(plan.master).appName(plan.app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
+    log.info("starting Spark on %s in this process", plan.master)
+    started = time.monotonic()
     try:
         spark = builder.getOrCreate()
     except PySparkRuntimeError as error:
@@ -272,6 +328,13 @@ def start_session(plan: LaunchPlan, conf: Mapping[str, str]) -> Any:
             hint="Spark's own output above says why (a --conf value, the Java runtime, a jar in --jars)",
         ) from error
     spark.sparkContext.setLogLevel(plan.spark_log_level)
+    ui = spark.sparkContext.uiWebUrl
+    log.info(
+        "Spark %s started in %.0f s; %s",
+        spark.version,
+        time.monotonic() - started,
+        f"its UI is at {ui}" if ui else "no Spark UI (--ui starts it)",
+    )
     return spark
 
 

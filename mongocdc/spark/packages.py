@@ -13,12 +13,13 @@ fills the repository's ``.cache/spark/ivy`` with it, so tests never download).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,11 +89,55 @@ def run_resolution(coordinates: Sequence[str], ivy_dir: Path, repositories: str 
     return Resolution(result.returncode, result.stdout + result.stderr)
 
 
-def ensure_packages(coordinates: Sequence[str], ivy_dir: Path, repositories: str | None = None) -> list[str]:
-    """Make sure every coordinate's jar is in ``ivy_dir``; return those that had to be resolved now."""
+_IN_USE = re.compile(r"^\s*([^\s#]+)#([^\s;]+);(\S+) from \S+ in \[", re.MULTILINE)
+"""A line of the "modules in use" part of Ivy's resolution report: ``org#module;revision from central in [default]``."""
+
+
+def manifest_path(coordinates: Sequence[str], ivy_dir: Path, repositories: str | None = None) -> Path:
+    """Where the jars a set of coordinates resolved to (with their dependencies) are listed, in ``ivy_dir``."""
+    key = hashlib.sha256("\n".join([*sorted(coordinates), repositories or ""]).encode()).hexdigest()[:16]
+    return ivy_dir / f"mongocdc-{key}.jars"
+
+
+def _write_manifest(coordinates: Sequence[str], ivy_dir: Path, repositories: str | None, output: str) -> None:
+    """Record the jars Ivy's report says the resolution uses (those Ivy retrieved into ``<ivy>/jars``)."""
+    names = dict.fromkeys(f"{org}_{module}-{revision}.jar" for org, module, revision in _IN_USE.findall(output))
+    jars = [name for name in names if (ivy_dir / "jars" / name).is_file()]
+    if not all(jar_name(c) in jars for c in coordinates):
+        return  # not a report this code understands: the JVM resolves the packages itself
+    target = manifest_path(coordinates, ivy_dir, repositories)
+    partial = target.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text("".join(f"{name}\n" for name in jars))
+    partial.replace(target)
+
+
+def resolved_jars(coordinates: Sequence[str], ivy_dir: Path, repositories: str | None = None) -> list[Path] | None:
+    """The jar files of ``coordinates`` and their dependencies, resolved before (``ensure_packages``); the
+    resolution runs again, quietly, when there is no record of it yet. ``None`` when it cannot be said."""
+    manifest = manifest_path(coordinates, ivy_dir, repositories)
+    if not manifest.is_file():  # (the throw-away spark-submit always fails: its report is what counts)
+        _write_manifest(coordinates, ivy_dir, repositories, run_resolution(coordinates, ivy_dir, repositories).output)
+    try:
+        jars = [ivy_dir / "jars" / name for name in manifest.read_text().split()]
+    except OSError:
+        return None
+    return jars if jars and all(jar.is_file() for jar in jars) else None
+
+
+def ensure_packages(
+    coordinates: Sequence[str],
+    ivy_dir: Path,
+    repositories: str | None = None,
+    *,
+    on_fetch: Callable[[Sequence[str], Path], None] | None = None,
+) -> list[str]:
+    """Make sure every coordinate's jar is in ``ivy_dir``; return those that had to be resolved now
+    (``on_fetch`` is told before they are)."""
     wanted = missing(coordinates, ivy_dir)
     if not wanted:
         return []
+    if on_fetch is not None:
+        on_fetch(wanted, ivy_dir)
     result = run_resolution(coordinates, ivy_dir, repositories)
     still = missing(coordinates, ivy_dir)
     if still:
@@ -104,6 +149,7 @@ def ensure_packages(coordinates: Sequence[str], ivy_dir: Path, repositories: str
             "cluster download the jars elsewhere and pass them with --jars a.jar,b.jar (then no package is "
             "resolved)",
         )
+    _write_manifest(coordinates, ivy_dir, repositories, result.output)
     return wanted
 
 

@@ -171,6 +171,38 @@ def test_kill_9_during_snapshot_then_restart_loses_nothing(
     client.close()
 
 
+def test_snapshot_command_without_a_terminal_interrupted_then_resumed_reports_real_seconds_and_rates(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    """stderr a pipe: plain log lines, never a bar; SIGINT mid-snapshot: a summary with the seconds the
+    scan ran and its rate (it said 0.0 s and "-"), and one line saying so; the resumed run ends in one line."""
+    db, prefix = names()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    total = 20_000
+    client[db].big.insert_many([{"_id": i, "pad": "y" * 200} for i in range(total)])
+    config = write_config(tmp_path, mongo_uri, kafka_bootstrap, db, prefix, snapshot_fetch_size=50)
+    topic = f"{prefix}.{db}.big"
+    snapshot = CliProcess("--config", str(config), "snapshot")
+    with TopicSize(kafka_bootstrap, topic) as size:
+        wait_until(lambda: size() >= 200, "part of the snapshot in Kafka", interval=0.01)
+    assert snapshot.stop(signal.SIGINT) == 130, snapshot.stderr
+    row = next(line for line in snapshot.stdout_lines if f"{db}.big" in line)
+    cells = [cell.strip() for cell in re.split("[│|]", row) if cell.strip()]
+    assert cells[0] == f"{db}.big" and cells[-1] == "not finished", row
+    documents, seconds, rate = int(cells[1]), float(cells[2]), float(cells[3].replace(",", ""))
+    assert 0 < documents < total and seconds > 0 and rate > 0, row
+    interrupted = [line for line in snapshot.stderr_lines if "snapshot interrupted after" in line]
+    assert len(interrupted) == 1 and re.search(r"[\d,]+ documents in [\d.]+ s \([\d,]+ docs/s\)", interrupted[0])
+    assert "━" not in snapshot.stderr and "\r" not in snapshot.stderr  # no bar, no redraw
+
+    resumed = run_cli("--config", str(config), "snapshot")
+    assert resumed.returncode == 0, resumed.stderr
+    ends = [line for line in resumed.stderr.splitlines() if "snapshot completed" in line]
+    assert len(ends) == 1 and "docs/s" in ends[0] and "read before the interruption" in ends[0], resumed.stderr
+    assert "━" not in resumed.stderr and "\r" not in resumed.stderr
+    client.close()
+
+
 def test_kill_9_during_streaming_then_restart_loses_nothing(
     tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
 ) -> None:

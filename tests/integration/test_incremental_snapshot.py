@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import uuid
 from pathlib import Path
@@ -213,11 +214,19 @@ def test_blocking_snapshot_pauses_streaming_then_resumes(tmp_path: Path, mongo_u
 def test_snapshot_incremental_wait_reports_completion(
     tmp_path: Path, mongo_uri: str, kafka_bootstrap: str, strategy: str
 ) -> None:
+    """--wait follows the connector's notifications: the offsets, flushed every 10 minutes here, never say
+    it completed; the report counts each collection's documents read and its estimated size."""
     db, prefix = names()
     client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
     client[db].small.insert_many([{"_id": i, "keep": i % 2 == 0} for i in range(120)])
+    client[db].big.insert_many([{"_id": i} for i in range(420)])
     config = config_for(
-        tmp_path, mongo_uri, kafka_bootstrap, db, prefix, **{"incremental.snapshot.watermarking.strategy": strategy}
+        tmp_path,
+        mongo_uri,
+        kafka_bootstrap,
+        db,
+        prefix,
+        **{"incremental.snapshot.watermarking.strategy": strategy, "offset.flush.interval.ms": 600_000},
     )
     stream = CliProcess("--config", str(config), "stream")
     try:
@@ -239,8 +248,19 @@ def test_snapshot_incremental_wait_reports_completion(
         )
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
-        assert report["snapshot"]["completed"] is True
+        assert report["snapshot"]["completed"] is True and report["snapshot"]["documents"] == 60
+        small = report["snapshot"]["collections"][f"{db}.small"]
+        assert small["documents"] == 60 and small["estimated"] == 120 and small["done"] is True
+        assert "notification.enabled.channels has no 'sink'" not in result.stderr
         wait_until(lambda: len(reads(kafka_bootstrap, f"{prefix}.{db}.small")) == 60, "the filtered reads")
+        table = run_cli("--config", str(config), "snapshot", "--incremental", "--collections", f"{db}\\.big",
+                        "--wait", "--timeout", "90")  # fmt: skip
+        assert table.returncode == 0, table.stderr
+        row = next(line for line in table.stdout.splitlines() if f"{db}.big" in line)
+        cells = [cell.strip() for cell in re.split("[│|]", row) if cell.strip()]
+        assert cells[:3] == [f"{db}.big", "420", "420"] and cells[-1] == "done", table.stdout
+        assert "{" not in table.stdout  # no dict in a table cell
+        assert re.search(r"incremental snapshot \S+ completed: 420 documents in [\d.]+ s", table.stderr), table.stderr
     finally:
         assert stream.stop() == 0, stream.stderr
     ids = sorted(json_util.loads(v["after"])["_id"] for v in reads(kafka_bootstrap, f"{prefix}.{db}.small"))

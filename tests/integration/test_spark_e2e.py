@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import uuid
 from pathlib import Path
@@ -53,7 +54,17 @@ def spark_once(config: Path, warehouse: Path, ivy: Path) -> dict[str, Any]:
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    return dict(json.loads(result.stdout.splitlines()[-1]))
+    # it says what it does, without Ivy's report (the packages were resolved before) or the Spark UI
+    assert ":: resolving dependencies ::" not in result.stderr and "modules in use" not in result.stderr
+    assert "Setting default log level" not in result.stderr, result.stderr
+    assert "starting Spark on local[2] in this process" in result.stderr
+    assert "no Spark UI (--ui starts it)" in result.stderr
+    assert "waiting for the first batch of topics matching" in result.stderr
+    summary = dict(json.loads(result.stdout.splitlines()[-1]))
+    if summary["batches"]:
+        assert re.search(r"batch \d+: reading its records from Kafka", result.stderr)
+        assert re.search(r"batch \d+ done: [\d,]+ changes? in [\d.]+ s", result.stderr)
+    return summary
 
 
 def test_spark_once_keeps_tables_equal_to_the_collections_and_a_restart_reprocesses_nothing(

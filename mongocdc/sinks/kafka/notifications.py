@@ -146,6 +146,29 @@ def encode_value(notification: Notification, *, schemas_enable: bool = False) ->
     return _dumps(payload).encode("utf-8")
 
 
+def decode_value(value: bytes | None) -> Notification | None:
+    """The notification a record's value holds (with or without the Connect JSON envelope); ``None`` for a
+    tombstone or a value that is not one (another writer sharing the topic)."""
+    if not value:
+        return None
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and "payload" in data and "schema" in data:
+        data = data["payload"]
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not isinstance(data.get("type"), str):
+        return None
+    extra = data.get("additional_data")
+    return Notification(
+        id=data["id"],
+        type=data["type"],
+        aggregate_type=str(data.get("aggregate_type", "")),
+        additional_data={str(k): str(v) for k, v in extra.items()} if isinstance(extra, dict) else {},
+        timestamp=int(data.get("timestamp") or 0),
+    )
+
+
 class NotificationLog:
     """The ``log`` channel: one INFO line per notification on the ``mongocdc.notifications`` logger."""
 

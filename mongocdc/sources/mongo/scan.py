@@ -21,7 +21,7 @@ import bson
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 from pymongo import ASCENDING, MongoClient
-from pymongo.errors import CursorNotFound, OperationFailure
+from pymongo.errors import CursorNotFound, OperationFailure, PyMongoError
 
 from mongocdc.events.snapshot import ID_TYPE_BRACKETS, Chunk, ScanPosition
 from mongocdc.sources.mongo.client import raise_for_privileges
@@ -238,6 +238,13 @@ class QueryReader:
     def _collection(self, namespace: str) -> Any:
         db, _, coll = namespace.partition(".")
         return self._client[db][coll]
+
+    def estimated_count(self, namespace: str) -> int | None:
+        """The collection's document count from its metadata (no scan), ``None`` when it cannot be had."""
+        try:
+            return int(self._collection(namespace).estimated_document_count())
+        except PyMongoError:
+            return None
 
     def maximum_key(self, namespace: str, query: Mapping[str, Any]) -> tuple[bool, Any]:
         """``(found, _id)`` of the document with the greatest ``_id`` matching ``query``."""

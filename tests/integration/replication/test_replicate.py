@@ -198,3 +198,33 @@ def test_rename_format_and_at_least_once_resume(kafka_bootstrap: str, second_kaf
     copies = read_topic(b, f"{topic}.replica")
     assert len(copies) == 75 and len({m.key() for m in copies}) == 75  # nothing copied twice
     assert count_records(b, topic) <= 0  # nothing under the source's own name
+
+
+def test_an_idle_replicator_prints_no_status_lines_and_its_summary_is_in_words(
+    kafka_bootstrap: str, second_kafka: str, tmp_path: Path
+) -> None:
+    """Status lines come when something was copied (or the lag changed), never "copied 0" every interval."""
+    import time
+
+    a, b = kafka_bootstrap, second_kafka
+    topic, name = f"idle-{uuid.uuid4().hex[:8]}", f"idle-{uuid.uuid4().hex[:6]}"
+    create_topic(a, topic, 1)
+    produce(a, topic, make_records("i", 30))
+    config = write_config(tmp_path)
+    proc = CliProcess("--config", str(config), "replicate", "--source", a, "--target", b, "--topics", topic,
+                      "--name", name, "--status-interval", "0.2")  # fmt: skip
+    try:
+        proc.wait_for_log("30 in all, 0 behind")
+        said = [line for line in proc.stderr_lines if "copied " in line]
+        # ten status intervals with nothing to copy: the old loop said "copied 0 records (0/s)" at each
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            assert [line for line in proc.stderr_lines if "copied " in line] == said, proc.stderr
+            time.sleep(0.1)
+        produce(a, topic, make_records("j", 5))
+        proc.wait_for_log("35 in all, 0 behind")
+    finally:
+        assert proc.stop() == 0, proc.stderr
+    summary = "".join(proc.stdout_lines)
+    assert "records copied" in summary and "35" in summary
+    assert "skipped_loops" not in summary and "records_per_s" not in summary

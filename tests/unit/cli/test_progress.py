@@ -11,7 +11,13 @@ from rich.console import Console
 
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output
-from mongocdc.engine.snapshot import CollectionReport, SnapshotReport
+from mongocdc.engine.snapshot import (
+    FINAL_FLUSH,
+    SCANNED,
+    SCANNING_OTHER_ID_TYPES,
+    CollectionReport,
+    SnapshotReport,
+)
 
 
 def report(done: bool) -> SnapshotReport:
@@ -34,14 +40,66 @@ def test_terminal_shows_a_bar_per_collection_with_counts() -> None:
     assert "shop.empty" in text
 
 
-def test_non_terminal_logs_progress_lines(caplog: pytest.LogCaptureFixture) -> None:
-    console = Console(file=io.StringIO(), force_terminal=False)
+def test_terminal_bar_has_a_live_rate_and_says_what_happens_past_the_last_document() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=160, color_system=None)
+    running = report(False)  # 400 documents in 2 s, not done
+    with SnapshotProgressView(console=console) as view:
+        view.update(running)
+        assert "200 docs/s" in out.getvalue()  # while the collection is read, not once it is done
+        running.collections["shop.orders"].phase = SCANNING_OTHER_ID_TYPES
+        view.update(running)
+        running.collections["shop.orders"].phase = SCANNED
+        running.phase = FINAL_FLUSH
+        view.update(running)
+    text = out.getvalue()
+    assert f"shop.orders ({SCANNING_OTHER_ID_TYPES})" in text
+    assert FINAL_FLUSH in text
+
+
+def test_non_terminal_logs_plain_progress_lines_and_never_draws_a_bar(caplog: pytest.LogCaptureFixture) -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False)
+    running = report(False)
+    running.seconds = 4.0
     with (
         caplog.at_level(logging.INFO, logger="mongocdc.snapshot"),
-        SnapshotProgressView(console=console, log_interval_s=0) as view,
+        SnapshotProgressView(console=console, log_interval_s=3600) as view,
     ):
-        view.update(report(False))
-    assert "snapshot: 400 documents read" in caplog.text and "1 of 2 collections left" in caplog.text
+        view.update(running)  # within the interval: nothing
+        assert caplog.records == []
+        running.collections["shop.orders"].phase = SCANNED
+        running.phase = FINAL_FLUSH
+        view.update(running)  # the final flush begins: said at once
+        view.update(running)  # and once
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "snapshot: 400 of about 1,000 documents read in 4 s (100 docs/s), 1 of 2 collections left; "
+        "final flush to Kafka and commit"
+    ]
+    assert out.getvalue() == ""  # no bar, no redraw
+
+
+def test_periodic_lines_name_a_collection_past_its_last_document(caplog: pytest.LogCaptureFixture) -> None:
+    running = report(False)
+    running.seconds = 2.0
+    running.collections["shop.orders"].phase = SCANNING_OTHER_ID_TYPES
+    with (
+        caplog.at_level(logging.INFO, logger="mongocdc.snapshot"),
+        SnapshotProgressView(console=Console(file=io.StringIO()), log_interval_s=0) as view,
+    ):
+        view.update(running)
+    assert (
+        caplog.records[-1]
+        .getMessage()
+        .endswith(f"(200 docs/s), 1 of 2 collections left; shop.orders: {SCANNING_OTHER_ID_TYPES}")
+    )
+
+
+def test_an_interrupted_collection_in_the_summary_has_its_seconds_and_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    render_summary(Output.table, report(False))
+    row = next(line for line in capsys.readouterr().out.splitlines() if "shop.orders" in line)
+    assert "400" in row and "2.0" in row and "200" in row and "not finished" in row
 
 
 def test_summary_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -247,3 +247,51 @@ def test_the_start_line_counts_in_words(
     with caplog.at_level(logging.INFO, logger="mongocdc"):
         assert runner(SqliteOffsetStore(tmp_path / "o.db"), RecordingSink(), threads).run(chosen, START).completed
     assert says in caplog.messages
+
+
+def test_progress_is_live_says_what_happens_past_the_last_document_and_times_an_interrupted_scan(
+    tmp_path: Path,
+) -> None:
+    """The rate of a collection being read is known while it is read (not only once it is done); the
+    phases past its last document are reported; a stopped scan still reports the seconds it ran."""
+    from mongocdc.engine.snapshot import FINAL_FLUSH, SCANNING_OTHER_ID_TYPES, SnapshotReport
+
+    seen: list[tuple[str, int, float, str, str]] = []
+    observed = threading.Condition()
+
+    def on_progress(report: SnapshotReport) -> None:
+        orders = report.collections["shop.orders"]
+        with observed:
+            seen.append((orders.phase, orders.documents, orders.seconds, report.phase, str(orders.done)))
+            observed.notify_all()
+
+    def waits_for(condition: Any) -> None:
+        with observed:
+            assert observed.wait_for(lambda: any(condition(*s) for s in seen), timeout=10), seen
+
+    def on_chunk(n: int) -> None:
+        if n == 2:  # the first chunk ([None]) ended its type bracket: the next types are being queried
+            waits_for(lambda phase, *_: phase == SCANNING_OTHER_ID_TYPES)
+        if n == 4:  # mid-scan: documents read and the seconds so far, so a rate
+            waits_for(lambda phase, docs, seconds, *_: docs > 0 and seconds > 0)
+
+    options = SnapshotOptions("c1", "rs0", rs="rs0", max_threads=2, progress_interval_s=0.01)
+    run = SnapshotRunner(RecordingSink(), SqliteOffsetStore(tmp_path / "o.db"), EnvelopeCodec("app"), options,
+                         on_progress=on_progress)  # fmt: skip
+    report = run.run(scanners(**{"shop.orders": {"on_chunk": on_chunk}}), START)
+    assert report.completed and report.seconds > 0 and report.rate is not None
+    assert any(phase == FINAL_FLUSH for *_, phase, _done in seen)  # said before the final flush begins
+    assert report.phase == "" and all(c.phase == "" for c in report.collections.values())
+
+    # a graceful stop in the middle of a collection: its seconds and rate are those it ran
+    stop = threading.Event()
+    stopping = {"shop.orders": {"on_chunk": lambda n: stop.set() if n == 3 else None}}
+    ticks = iter(range(1000))
+    stopped = SnapshotRunner(RecordingSink(), SqliteOffsetStore(tmp_path / "s.db"), EnvelopeCodec("app"),
+                             SnapshotOptions("c1", "rs0", max_threads=1), stop=stop,
+                             clock=lambda: float(next(ticks)))  # fmt: skip
+    interrupted = stopped.run(scanners(**stopping), START)
+    orders = interrupted.collections["shop.orders"]
+    assert not interrupted.completed and not orders.done
+    assert orders.seconds > 0 and orders.rate == orders.documents / orders.seconds
+    assert interrupted.seconds >= orders.seconds and "documents in" in interrupted.summary()

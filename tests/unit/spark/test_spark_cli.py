@@ -326,7 +326,7 @@ def test_local_runs_size_the_driver_heap_to_the_machine_and_use_the_throughput_c
     spark_packages = environment.packages_for_installed()
     local = plan_conf(LaunchPlan(options), spark_packages)
     assert local["spark.driver.memory"] == "4g"
-    assert local["spark.driver.extraJavaOptions"] == "-XX:+UseParallelGC"
+    assert local["spark.driver.extraJavaOptions"].split()[0] == "-XX:+UseParallelGC"
     user = plan_conf(LaunchPlan(options, conf={"spark.driver.memory": "12g"}), spark_packages)
     assert user["spark.driver.memory"] == "12g"  # --conf wins
     cluster = plan_conf(LaunchPlan(options, master="spark://m:7077"), spark_packages)
