@@ -143,7 +143,8 @@ def plan_conf(plan: LaunchPlan, spark_packages: environment.SparkPackages) -> di
         conf["spark.pyspark.python"] = sys.executable
         conf["spark.pyspark.driver.python"] = sys.executable
         conf.update(local_jvm_conf(machine_memory(), os.environ))
-        if plan.spark_log_level != "INFO":  # quiet from the JVM's start, not only once the session exists
+        # quiet from the JVM's start, not only once the session exists (JSON logs bring their own configuration)
+        if plan.spark_log_level != "INFO" and not plan.json_logs:
             options = conf["spark.driver.extraJavaOptions"]
             conf["spark.driver.extraJavaOptions"] = f"{options} -Dlog4j2.configurationFile={quiet_log4j()}"
     conf["spark.ui.showConsoleProgress"] = "false"
