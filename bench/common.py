@@ -452,9 +452,17 @@ def _peer_side(timings: list[Timing]) -> dict[str, Any]:
     }
 
 
-def peer_comparison(mine: list[Timing], theirs: list[Timing], warm: dict[str, Timing] | None) -> dict[str, Any]:
-    """mongocdc against Debezium, both measured as ``PeerRun``: medians, per run, the warm-up apart, who is ahead."""
-    m, d = _peer_side(mine), _peer_side(theirs)
+def peer_comparison(
+    mine: list[Timing], theirs: list[Timing], warm: dict[str, Timing] | None, expected: int
+) -> dict[str, Any]:
+    """mongocdc against Debezium, both measured as ``PeerRun``: medians, per run, the warm-up apart, who is ahead.
+
+    A Debezium run that delivered another number of records than ``expected`` (a snapshot that failed
+    and started again re-sends what it had sent) is not counted; ``invalid_runs`` lists what it delivered.
+    """
+    valid = [t for t in theirs if t.items == expected]
+    m, d = _peer_side(mine), _peer_side(valid)
+    d["invalid_runs"] = [t.items for t in theirs if t.items != expected]
     ahead = {}
     for key, _, higher in PEER_METRICS:
         a, b = m["median"].get(key), d["median"].get(key)
@@ -475,6 +483,14 @@ def peer_lines(label: str, result: dict[str, Any]) -> list[str]:
     """The comparison with Debezium of one benchmark, as table rows (medians), the warm-up apart."""
     m, d = result["mongocdc"]["median"], result["debezium"]["median"]
     lines = []
+    invalid = result["debezium"].get("invalid_runs")
+    if invalid:
+        lines.append(
+            f"  {label:<10}Debezium runs not counted: {len(invalid)}, which delivered {invalid} records "
+            "(its snapshot failed and started again; see the Connect log errors in the progress lines)"
+        )
+    if not d:
+        return lines
     for key, name, _ in PEER_METRICS:
         a, b = m[key], d[key]
         fmt = "{:>12,.0f}" if key in ("rate", "steady_rate") else "{:>12,.2f}"

@@ -48,6 +48,8 @@ WORKER_CONFIG = {
     "offset.flush.interval.ms": "60000",
 }
 HEARTBEAT_MS = 100
+SNAPSHOT_FETCH_SIZE = 2048
+"""Both tools' ``snapshot.fetch.size``: mongocdc's default, given to Debezium too."""
 _STATUS_EVERY_S = 2.0
 
 
@@ -63,6 +65,8 @@ def connector_config(uri: str, prefix: str, namespace: str, extra: Mapping[str, 
         "capture.scope": "collection",
         "capture.target": namespace,
         "collection.include.list": re.escape(namespace),
+        # mongocdc's default (Debezium's 0 leaves the batch size to the server: 101 documents, then 16 MB)
+        "snapshot.fetch.size": str(SNAPSHOT_FETCH_SIZE),
         **(extra or {}),
     }
 
@@ -97,6 +101,22 @@ class DebeziumWorker:
         status, answer = self.connect.request("PUT", f"/connectors/{name}/{action}")
         if status not in (200, 202, 204):
             raise RuntimeError(f"PUT /connectors/{name}/{action} answered {status}: {answer}")
+
+    def log_size(self) -> int:
+        try:
+            return int(self.connect.log_path.stat().st_size)
+        except OSError:
+            return 0
+
+    def errors_since(self, offset: int) -> list[str]:
+        """The ``ERROR`` lines the worker logged after ``offset`` (a failed snapshot, a lost connection)."""
+        try:
+            with self.connect.log_path.open("rb") as log_file:
+                log_file.seek(offset)
+                text = log_file.read().decode("utf-8", "replace")
+        except OSError:
+            return []
+        return [line[:500] for line in text.splitlines() if "] ERROR " in line]
 
     def remove(self, name: str) -> None:
         self.connect.delete_connector(name)
@@ -146,6 +166,7 @@ def _measure(
 ) -> Timing:
     """Run ``start()`` (which creates or resumes connector ``name``) and measure until ``topic`` holds ``count``."""
     ends = EndOffsets(bootstrap, topic)
+    log_from = dbz.log_size()
     try:
         clock = PeerClock(dbz.pid)
         started = time.perf_counter()
@@ -157,7 +178,10 @@ def _measure(
         run = clock.finish(ends, ends.total(), cpu, peak)
     finally:
         ends.close()
-    phases = {"REST request (timed)": requested - started, "first record": run.first_record_s}
+    errors = dbz.errors_since(log_from)
+    if errors:
+        log.warning("Debezium %s logged %d errors, the first: %s", name, len(errors), errors[0])
+    phases = {"REST request (timed)": requested - started, "errors logged": float(len(errors))}
     return Timing(run.items, run.seconds, phases, peer=run)
 
 
