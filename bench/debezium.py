@@ -78,6 +78,11 @@ class DebeziumWorker:
     connect: Any
     startup_seconds: float
     version: str
+    overrides: Mapping[str, str]
+    """Connector properties given with ``--debezium-option``, over every run's own."""
+
+    def config(self, uri: str, prefix: str, namespace: str, mode: str) -> dict[str, str]:
+        return {**connector_config(uri, prefix, namespace, {"snapshot.mode": mode}), **self.overrides}
 
     @property
     def pid(self) -> int:
@@ -123,7 +128,7 @@ class DebeziumWorker:
 
 
 @contextmanager
-def worker(bootstrap: str) -> Iterator[DebeziumWorker]:
+def worker(bootstrap: str, overrides: Mapping[str, str] | None = None) -> Iterator[DebeziumWorker]:
     """Start the worker (the JVM start-up is timed and reported, not counted in any run)."""
     from tests.services.connect import DEBEZIUM_VERSION, KafkaConnect, ensure_connect_dist
 
@@ -142,7 +147,7 @@ def worker(bootstrap: str) -> Iterator[DebeziumWorker]:
     seconds = time.perf_counter() - started
     log.info("Kafka Connect with Debezium %s started in %.1f s (not counted)", DEBEZIUM_VERSION, seconds)
     try:
-        yield DebeziumWorker(connect, seconds, DEBEZIUM_VERSION)
+        yield DebeziumWorker(connect, seconds, DEBEZIUM_VERSION, dict(overrides or {}))
     finally:
         connect.stop()
 
@@ -197,7 +202,7 @@ def snapshot(
     timeout: float = 900.0,
 ) -> Timing:
     """A fresh connector with ``snapshot.mode=initial``; done when its topic holds the ``count`` documents."""
-    config = connector_config(uri, prefix, namespace, {"snapshot.mode": "initial"})
+    config = dbz.config(uri, prefix, namespace, "initial")
     topic = f"{prefix}.{namespace}"
     return _measure(dbz, name, bootstrap, topic, count, lambda: dbz.connect.create_connector(name, config), timeout)
 
@@ -213,7 +218,7 @@ def position_before_writes(
     """
     heartbeat_topic = f"__debezium-heartbeat.{prefix}"
     create_topics(bootstrap, [heartbeat_topic], 1)
-    config = connector_config(uri, prefix, namespace, {"snapshot.mode": "no_data"})
+    config = dbz.config(uri, prefix, namespace, "no_data")
     dbz.connect.create_connector(name, {**config, "heartbeat.interval.ms": str(HEARTBEAT_MS)})
     beats = EndOffsets(bootstrap, heartbeat_topic)
     try:

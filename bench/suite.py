@@ -148,14 +148,14 @@ def _peers(args: argparse.Namespace) -> tuple[bool, bool]:
 
 
 @contextlib.contextmanager
-def _debezium_worker(svc: Services, wanted: bool) -> Iterator[Any]:
+def _debezium_worker(svc: Services, args: argparse.Namespace, wanted: bool) -> Iterator[Any]:
     """The Kafka Connect worker with Debezium, started once for the benchmark (``None`` without ``--peer debezium``)."""
     if not wanted:
         yield None
         return
     from bench import debezium
 
-    with debezium.worker(svc.bootstrap) as dbz:
+    with debezium.worker(svc.bootstrap, args.debezium_option) as dbz:
         yield dbz
 
 
@@ -206,7 +206,7 @@ def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> di
     bare_topic = f"baseline.{namespace}"
     create_topics(svc.bootstrap, [bare_topic], args.partitions)
 
-    with _debezium_worker(svc, debezium_on) as dbz:
+    with _debezium_worker(svc, args, debezium_on) as dbz:
 
         def run_mongocdc(tag: str) -> Timing:
             prefix = f"snap{tag}"  # a topic per run: the first and last records' append times are this run's
@@ -298,7 +298,7 @@ def bench_stream(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
     load_total = 0.0
     tags = (["warmup"] if args.warmup else []) + [str(rep) for rep in range(args.repeat)]
     done: list[dict[str, Timing]] = []
-    with _debezium_worker(svc, debezium_on) as dbz:
+    with _debezium_worker(svc, args, debezium_on) as dbz:
         for index, tag in enumerate(tags):
             coll = f"changes_{tag}"
             namespace = f"{db}.{coll}"
@@ -630,6 +630,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="what mongocdc's snapshot and streaming runs are compared with: the bare loop (default), Debezium "
         "3.6.1 in Kafka Connect standalone, or both, in the same run",
     )
+    parser.add_argument(
+        "--debezium-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Debezium connector property over the benchmark's own (repeatable), e.g. snapshot.fetch.size=0",
+    )
     parser.add_argument("--partitions", type=int, default=3, help="partitions per topic (3)")
     parser.add_argument(
         "--mongo-server", default=None, help="MongoDB test server (default: secantus-rs if built, else secantus)"
@@ -645,6 +652,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     replication_bench.add_arguments(parser)
     args = parser.parse_args(argv)
     args.only = [x.strip() for x in args.only.split(",") if x.strip()]
+    if any("=" not in option for option in args.debezium_option):
+        parser.error("--debezium-option takes KEY=VALUE")
+    args.debezium_option = dict(option.split("=", 1) for option in args.debezium_option)
     unknown = set(args.only) - set(ALL) - set(OPTIONAL)
     if unknown:
         choices = ", ".join(ALL + OPTIONAL)
@@ -671,6 +681,7 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "partitions": args.partitions,
             "peer": args.peer,
+            "debezium_options": args.debezium_option,
             "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         },
         "repeat": args.repeat,
