@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaException, TopicPartition
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from mongocdc.sinks.kafka.producer import PRODUCER_DEFAULTS
@@ -212,6 +212,12 @@ def _wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: 
     raise RuntimeError(f"topic {topic} has no leaders after {timeout:.0f} s")
 
 
+_NOT_READY = frozenset(
+    {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+)
+"""Errors a partition answers with for a moment after its topic was created or its leader moved."""
+
+
 class EndOffsets:
     """A topic's end offsets (records Kafka has acknowledged, with one broker and acks=all) and append times."""
 
@@ -229,10 +235,20 @@ class EndOffsets:
         self._partitions = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
 
     def ends(self) -> dict[int, int]:
-        return {
-            tp.partition: self._consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1]
-            for tp in self._partitions
-        }
+        return {tp.partition: self._watermarks(tp)[1] for tp in self._partitions}
+
+    def _watermarks(self, tp: TopicPartition, attempts: int = 20) -> tuple[int, int]:
+        """A partition's low and high watermarks, asked again while the broker says it is not (yet) its leader."""
+        for attempt in range(attempts):
+            try:
+                low, high = self._consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+                return low, high
+            except KafkaException as exc:
+                retriable = exc.args[0].code() in _NOT_READY if exc.args else False
+                if not retriable or attempt == attempts - 1:
+                    raise
+                time.sleep(0.1)
+        raise AssertionError("unreachable")
 
     def total(self) -> int:
         return sum(self.ends().values())
@@ -246,7 +262,7 @@ class EndOffsets:
         """When the broker appended the topic's oldest record (epoch seconds, from ``LogAppendTime``)."""
         starts: dict[int, int] = {}
         for tp in self._partitions:
-            low, high = self._consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            low, high = self._watermarks(tp)
             if high > low:
                 starts[tp.partition] = low
         return min(self._append_times(starts, timeout).values()) / 1000
