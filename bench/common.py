@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaException, TopicPartition
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from mongocdc.sinks.kafka.producer import PRODUCER_DEFAULTS
@@ -66,8 +66,98 @@ class CpuMeter:
         return {name: after[name] - before[name] for name in before if name in after}
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU-seconds of a process (all its threads) so far, from ``/proc/<pid>/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_kb(pid: int | str, name: str) -> int:
+    """A memory field of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``) in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(name + ":"):
+            return int(line.split()[1])
+    raise KeyError(name)
+
+
+def reset_peak_rss(pid: int | str) -> None:
+    """Reset a process's ``VmHWM`` to its present RSS (``5`` into ``/proc/<pid>/clear_refs``, Linux 4.0+).
+
+    A process's peak during one run is then ``VmHWM`` read at the run's end. Where the file cannot be
+    written, the peak is the process's since its start.
+    """
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+class PeerClock:
+    """The start of a run as ``PeerRun`` measures it: the wall clock, the CPU meter, the tool's peak RSS reset.
+
+    ``tool`` is the pid of the tool's process (``"self"`` for mongocdc, which runs in this process).
+    """
+
+    def __init__(self, tool: int | str) -> None:
+        self._tool = tool
+        reset_peak_rss(tool)
+        self._cpu = CPU.sample()
+        self._tool_cpu = time.process_time() if tool == "self" else process_cpu_seconds(int(tool))
+        self.started_wall = time.time()
+
+    def cpu(self) -> dict[str, float]:
+        """CPU-seconds since the start: the tool's, the MongoDB server's, the Kafka broker's."""
+        now = time.process_time() if self._tool == "self" else process_cpu_seconds(int(self._tool))
+        used = {"tool": now - self._tool_cpu}
+        for name, seconds in CPU.since(self._cpu, CPU.sample()).items():
+            if name != "cpu: this process":
+                used[name[5:]] = seconds
+        return used
+
+    def peak_rss_mb(self) -> float:
+        return status_kb(self._tool, "VmHWM") / 1024
+
+    def finish(self, ends: EndOffsets, items: int, cpu: dict[str, float], peak_rss_mb: float) -> PeerRun:
+        """The run's ``PeerRun``, from the broker's append times of its topic's first and last record."""
+        first, last = ends.first_append_time(), ends.last_append_time()
+        return PeerRun(
+            items=items,
+            seconds=last - self.started_wall,
+            first_record_s=first - self.started_wall,
+            steady_rate=(items - 1) / (last - first) if last > first else 0.0,
+            cpu=cpu,
+            peak_rss_mb=peak_rss_mb,
+        )
+
+
 CPU = CpuMeter()
 """The meter every benchmark side samples at the start and the end of its measured window."""
+
+
+@dataclass(frozen=True, slots=True)
+class PeerRun:
+    """One run as the comparison with Debezium measures it, the same way for both tools.
+
+    The clock starts when the tool is asked to start the work (mongocdc: ``wiring.connector`` is
+    entered; Debezium: its connector is created or resumed through Connect's REST API), so it
+    includes the tool connecting to MongoDB and Kafka but not the start of its process (Python's
+    imports, the Connect JVM), which is reported apart. It ends at the broker's append time
+    (``LogAppendTime``) of the last record.
+    """
+
+    items: int
+    seconds: float
+    """Start request → the broker's append of the last record."""
+    first_record_s: float
+    """Start request → the broker's append of the first record."""
+    steady_rate: float
+    """Records per second between the first record's append and the last's."""
+    cpu: dict[str, float]
+    """CPU-seconds over the run: ``tool`` (mongocdc's process, the Connect JVM), MongoDB server, Kafka broker."""
+    peak_rss_mb: float
+    """The tool process's peak resident set during the run (``VmHWM`` after resetting it)."""
+
+    @property
+    def rate(self) -> float:
+        return self.items / self.seconds if self.seconds > 0 else 0.0
 
 
 @dataclass(slots=True)
@@ -78,6 +168,8 @@ class Timing:
     seconds: float
     phases: dict[str, float] = field(default_factory=dict)
     """Optional breakdown (seconds) of where the run spent its time."""
+    peer: PeerRun | None = None
+    """The same run measured as the comparison with Debezium measures it (``--peer debezium``)."""
 
     @property
     def rate(self) -> float:
@@ -120,6 +212,12 @@ def _wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: 
     raise RuntimeError(f"topic {topic} has no leaders after {timeout:.0f} s")
 
 
+_NOT_READY = frozenset(
+    {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+)
+"""Errors a partition answers with for a moment after its topic was created or its leader moved."""
+
+
 class EndOffsets:
     """A topic's end offsets (records Kafka has acknowledged, with one broker and acks=all) and append times."""
 
@@ -137,35 +235,58 @@ class EndOffsets:
         self._partitions = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
 
     def ends(self) -> dict[int, int]:
-        return {
-            tp.partition: self._consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1]
-            for tp in self._partitions
-        }
+        return {tp.partition: self._watermarks(tp)[1] for tp in self._partitions}
+
+    def _watermarks(self, tp: TopicPartition, attempts: int = 20) -> tuple[int, int]:
+        """A partition's low and high watermarks, asked again while the broker says it is not (yet) its leader."""
+        for attempt in range(attempts):
+            try:
+                low, high = self._consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+                return low, high
+            except KafkaException as exc:
+                retriable = exc.args[0].code() in _NOT_READY if exc.args else False
+                if not retriable or attempt == attempts - 1:
+                    raise
+                time.sleep(0.1)
+        raise AssertionError("unreachable")
 
     def total(self) -> int:
         return sum(self.ends().values())
 
     def last_append_time(self, timeout: float = 30.0) -> float:
         """When the broker appended the topic's newest record (epoch seconds, from ``LogAppendTime``)."""
-        ends = {p: high for p, high in self.ends().items() if high > 0}
-        if not ends:
+        ends = {p: high - 1 for p, high in self.ends().items() if high > 0}
+        return max(self._append_times(ends, timeout).values()) / 1000
+
+    def first_append_time(self, timeout: float = 30.0) -> float:
+        """When the broker appended the topic's oldest record (epoch seconds, from ``LogAppendTime``)."""
+        starts: dict[int, int] = {}
+        for tp in self._partitions:
+            low, high = self._watermarks(tp)
+            if high > low:
+                starts[tp.partition] = low
+        return min(self._append_times(starts, timeout).values()) / 1000
+
+    def _append_times(self, offsets: dict[int, int], timeout: float) -> dict[int, int]:
+        """The append time (epoch ms) of the record at each partition's given offset."""
+        if not offsets:
             raise RuntimeError(f"{self._topic} is empty")
-        self._consumer.assign([TopicPartition(self._topic, p, high - 1) for p, high in ends.items()])
-        newest: dict[int, int] = {}
+        self._consumer.assign([TopicPartition(self._topic, p, offset) for p, offset in offsets.items()])
+        stamps: dict[int, int] = {}
         deadline = time.monotonic() + timeout
-        while len(newest) < len(ends):
+        while len(stamps) < len(offsets):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"could not read the last records of {self._topic}")
+                raise TimeoutError(f"could not read the records at {offsets} of {self._topic}")
             msg = self._consumer.poll(0.5)
             partition = None if msg is None or msg.error() else msg.partition()
-            if msg is None or partition is None or msg.offset() != ends[partition] - 1:
+            if msg is None or partition is None or msg.offset() != offsets[partition]:
                 continue
             kind, stamp = msg.timestamp()
             if kind != TIMESTAMP_LOG_APPEND_TIME:
                 raise RuntimeError(f"{self._topic} does not use LogAppendTime")
-            newest[partition] = stamp
+            stamps[partition] = stamp
         self._consumer.unassign()
-        return max(newest.values()) / 1000
+        return stamps
 
     def wait_for(
         self, count: int, *, timeout: float, interval: float = 0.1, failed: Callable[[], bool] = lambda: False
@@ -310,3 +431,94 @@ def settings_overrides(
         "connect.max.attempts": 3,
         **(extra or {}),
     }
+
+
+PEER_METRICS = (
+    # key, label, higher is better
+    ("rate", "events/s overall", True),
+    ("steady_rate", "events/s steady", True),
+    ("first_record_s", "first record (s)", False),
+    ("cpu_tool", "CPU-s tool", False),
+    ("cpu_mongodb", "CPU-s MongoDB server", False),
+    ("cpu_kafka", "CPU-s Kafka broker", False),
+    ("peak_rss_mb", "peak RSS (MB)", False),
+)
+AHEAD_ON = ("rate", "first_record_s", "cpu_tool", "cpu_mongodb")
+"""Where the issue asks mongocdc to be ahead of Debezium."""
+
+
+def _peer_values(run: PeerRun) -> dict[str, float]:
+    return {
+        "rate": run.rate,
+        "steady_rate": run.steady_rate,
+        "first_record_s": run.first_record_s,
+        "cpu_tool": run.cpu.get("tool", 0.0),
+        "cpu_mongodb": run.cpu.get("MongoDB server", 0.0),
+        "cpu_kafka": run.cpu.get("Kafka broker", 0.0),
+        "peak_rss_mb": run.peak_rss_mb,
+    }
+
+
+def _peer_side(timings: list[Timing]) -> dict[str, Any]:
+    runs = [_peer_values(t.peer) for t in timings if t.peer is not None]
+    return {
+        "runs": len(runs),
+        "median": {key: round(median([r[key] for r in runs]), 3) for key, _, _ in PEER_METRICS} if runs else {},
+        "per_run": [{key: round(value, 3) for key, value in r.items()} for r in runs],
+    }
+
+
+def peer_comparison(
+    mine: list[Timing], theirs: list[Timing], warm: dict[str, Timing] | None, expected: int
+) -> dict[str, Any]:
+    """mongocdc against Debezium, both measured as ``PeerRun``: medians, per run, the warm-up apart, who is ahead.
+
+    A Debezium run that delivered another number of records than ``expected`` (a snapshot that failed
+    and started again re-sends what it had sent) is not counted; ``invalid_runs`` lists what it delivered.
+    """
+    valid = [t for t in theirs if t.items == expected]
+    m, d = _peer_side(mine), _peer_side(valid)
+    d["invalid_runs"] = [t.items for t in theirs if t.items != expected]
+    ahead = {}
+    for key, _, higher in PEER_METRICS:
+        a, b = m["median"].get(key), d["median"].get(key)
+        if a is not None and b is not None:
+            ahead[key] = a > b if higher else a < b
+    return {
+        "mongocdc": m,
+        "debezium": d,
+        "warmup": None
+        if warm is None
+        else {side: _peer_values(t.peer) for side, t in warm.items() if side in ("mongocdc", "debezium") and t.peer},
+        "mongocdc_ahead": ahead,
+        "mongocdc_ahead_on_all_targets": all(ahead.get(key, False) for key in AHEAD_ON),
+    }
+
+
+def peer_lines(label: str, result: dict[str, Any]) -> list[str]:
+    """The comparison with Debezium of one benchmark, as table rows (medians), the warm-up apart."""
+    m, d = result["mongocdc"]["median"], result["debezium"]["median"]
+    lines = []
+    invalid = result["debezium"].get("invalid_runs")
+    if invalid:
+        lines.append(
+            f"  {label:<10}Debezium runs not counted: {len(invalid)}, which delivered {invalid} records "
+            "(its snapshot failed and started again; see the Connect log errors in the progress lines)"
+        )
+    if not d:
+        return lines
+    for key, name, _ in PEER_METRICS:
+        a, b = m[key], d[key]
+        fmt = "{:>12,.0f}" if key in ("rate", "steady_rate") else "{:>12,.2f}"
+        verdict = "mongocdc ahead" if result["mongocdc_ahead"][key] else "Debezium ahead"
+        target = " *" if key in AHEAD_ON else ""
+        lines.append(f"  {label:<10}{name:<24}{fmt.format(a)}{fmt.format(b)}  {verdict}{target}")
+    warm = result.get("warmup")
+    if warm:
+        parts = [
+            f"{side} {v['rate']:,.0f}/s overall, first record {v['first_record_s']:.2f} s, "
+            f"CPU-s tool {v['cpu_tool']:.2f}"
+            for side, v in warm.items()
+        ]
+        lines.append(f"  {'':<10}warm-up (not counted): " + "; ".join(parts))
+    return lines

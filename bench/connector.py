@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.common import CPU, EndOffsets, Timing, settings_overrides
+from bench.common import CPU, EndOffsets, PeerClock, Timing, settings_overrides
 from mongocdc import wiring
 from mongocdc.config import Settings, load_settings
 from mongocdc.engine.connector import ConnectorGroup, ConnectorTask, TaskResult
@@ -51,10 +51,16 @@ def _runner(group: ConnectorGroup) -> ConnectorGroup | ConnectorTask:
     return group
 
 
-def snapshot(config: Settings) -> Timing:
-    """One ``snapshot_only`` run; the clock covers ``run()`` (scan, produce, flush, commit), not start-up."""
+def snapshot(config: Settings, *, peer: tuple[str, str] | None = None) -> Timing:
+    """One ``snapshot_only`` run; the clock covers ``run()`` (scan, produce, flush, commit), not start-up.
+
+    ``peer`` (bootstrap servers, topic): also measure the run as the comparison with Debezium does
+    (``Timing.peer``: from entering ``wiring.connector`` to the broker's append of the last record,
+    first record, steady rate, CPU, this process's peak RSS); the topic must hold this run's records only.
+    """
     stop = threading.Event()
     metrics = Metrics(config.name)
+    clock = PeerClock("self") if peer else None
     began = time.perf_counter()
     with wiring.connector(config, stop=stop, metrics=metrics) as group:
         cpu = CPU.sample()
@@ -62,8 +68,18 @@ def snapshot(config: Settings) -> Timing:
         result: TaskResult = _runner(group).run(snapshot_only=True)
         ended = time.perf_counter()
         used = CPU.since(cpu, CPU.sample())
+        peer_cpu = clock.cpu() if clock else {}
+        peak = clock.peak_rss_mb() if clock else 0.0
     assert result.snapshot is not None and result.snapshot.completed, result
-    return Timing(result.snapshot.documents, ended - started, {"start-up (not timed)": started - began, **used})
+    documents = result.snapshot.documents
+    timing = Timing(documents, ended - started, {"start-up (not timed)": started - began, **used})
+    if clock and peer:
+        ends = EndOffsets(*peer)
+        try:
+            timing.peer = clock.finish(ends, documents, peer_cpu, peak)
+        finally:
+            ends.close()
+    return timing
 
 
 def group_latency(config: Settings) -> float:
@@ -132,6 +148,7 @@ def stream(config: Settings, bootstrap: str, topic: str, count: int, *, timeout:
     errors: list[BaseException] = []
     ends = EndOffsets(bootstrap, topic)
     try:
+        clock = PeerClock("self")
         began = time.perf_counter()
         with wiring.connector(config, stop=stop, metrics=metrics) as group:
 
@@ -149,6 +166,7 @@ def stream(config: Settings, bootstrap: str, topic: str, count: int, *, timeout:
             try:
                 seen = ends.wait_for(count, timeout=timeout, failed=lambda: bool(errors))
                 used = CPU.since(cpu, CPU.sample())  # to the moment the end was seen (at most 0.1 s idle)
+                peer_cpu, peak = clock.cpu(), clock.peak_rss_mb()
             finally:
                 stop.set()
                 thread.join()
@@ -157,7 +175,7 @@ def stream(config: Settings, bootstrap: str, topic: str, count: int, *, timeout:
             raise errors[0]
         finished_wall = ends.last_append_time()
         streamed = int(metrics.to_dict()["events_total"])
-        return Timing(
+        timing = Timing(
             streamed,
             finished_wall - started_wall,
             {
@@ -167,5 +185,7 @@ def stream(config: Settings, bootstrap: str, topic: str, count: int, *, timeout:
                 **used,
             },
         )
+        timing.peer = clock.finish(ends, streamed, peer_cpu, peak)
+        return timing
     finally:
         ends.close()

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,8 @@ from bench.common import (
     create_topics,
     kafka_broker,
     median,
+    peer_comparison,
+    peer_lines,
     ratio_row,
 )
 from bench.workload import DOCUMENT_BYTES, load
@@ -136,59 +139,128 @@ def _load(uri: str, db: str, coll: str, count: int) -> float:
 
 # -- 1. snapshot ------------------------------------------------------------------------------
 
+Side = tuple[str, Callable[[str], Timing]]
+
+
+def _peers(args: argparse.Namespace) -> tuple[bool, bool]:
+    """Whether the bare-loop baseline and Debezium run (``--peer``)."""
+    return args.peer in ("baseline", "both"), args.peer in ("debezium", "both")
+
+
+@contextlib.contextmanager
+def _debezium_worker(svc: Services, args: argparse.Namespace, wanted: bool) -> Iterator[Any]:
+    """The Kafka Connect worker with Debezium, started once for the benchmark (``None`` without ``--peer debezium``)."""
+    if not wanted:
+        yield None
+        return
+    from bench import debezium
+
+    with debezium.worker(svc.bootstrap, args.debezium_option) as dbz:
+        yield dbz
+
+
+def _round(kind: str, sides: list[Side], tag: str, expected: int, order: int) -> dict[str, Timing]:
+    """One run of each side, in ``sides``' order or reversed (``order`` odd): mongocdc is first or last."""
+    out: dict[str, Timing] = {}
+    for name, fn in sides if order % 2 == 0 else list(reversed(sides)):
+        timing = fn(tag)
+        log.info(
+            "%s %s run %s: %d items in %.2f s = %.0f/s%s",
+            kind,
+            name,
+            tag,
+            timing.items,
+            timing.seconds,
+            timing.rate,
+            " (warm-up, not counted)" if tag == "warmup" else "",
+        )
+        if timing.items != expected and name != "debezium":
+            raise RuntimeError(f"{kind}: {name} delivered {timing.items} records, expected {expected}")
+        if timing.items != expected:  # not counted (peer_comparison), reported
+            log.warning("%s: Debezium delivered %d records for %d changes in run %s", kind, timing.items, expected, tag)
+        out[name] = timing
+    return out
+
+
+def _results(
+    rounds: list[dict[str, Timing]],
+    warm: dict[str, Timing] | None,
+    baseline_on: bool,
+    debezium_on: bool,
+    expected: int,
+) -> dict[str, Any]:
+    mine = [r["mongocdc"] for r in rounds]
+    out: dict[str, Any] = {}
+    if baseline_on:
+        out.update(comparison(mine, [r["baseline"] for r in rounds], TARGET_RATIO))
+    if debezium_on:
+        out["debezium"] = peer_comparison(mine, [r["debezium"] for r in rounds], warm, expected)
+    return out
+
 
 def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    baseline_on, debezium_on = _peers(args)
     db, coll = f"bench_{uuid.uuid4().hex[:8]}", "orders"
+    namespace = f"{db}.{coll}"
     load_s = _load(svc.uri, db, coll, args.docs)
-    prefix, bare_topic = "snap", f"baseline.{db}.{coll}"
-    create_topics(svc.bootstrap, [f"{prefix}.{db}.{coll}", bare_topic], args.partitions)
+    bare_topic = f"baseline.{namespace}"
+    create_topics(svc.bootstrap, [bare_topic], args.partitions)
 
-    def run_mongocdc(tag: str) -> Timing:
-        config = connector.settings(
-            uri=svc.uri,
-            bootstrap=svc.bootstrap,
-            name=f"snap-{tag}",
-            prefix=prefix,
-            namespace=f"{db}.{coll}",
-            workdir=workdir,
-        )
-        return connector.snapshot(config)
+    with _debezium_worker(svc, args, debezium_on) as dbz:
 
-    def run_baseline() -> Timing:
-        return baseline.snapshot(svc.uri, svc.bootstrap, db, coll, bare_topic)
-
-    if args.warmup:
-        log.info("snapshot: warm-up round (not counted)")
-        run_baseline()
-        run_mongocdc("warmup")
-    mine: list[Timing] = []
-    bare: list[Timing] = []
-    for rep in range(args.repeat):
-        sides: list[tuple[str, Callable[[], Timing]]] = [
-            ("baseline", run_baseline),
-            ("mongocdc", lambda rep=rep: run_mongocdc(str(rep))),  # type: ignore[misc]
-        ]
-        for name, fn in sides if rep % 2 == 0 else reversed(sides):
-            timing = fn()
-            (bare if name == "baseline" else mine).append(timing)
-            log.info(
-                "snapshot %s run %d: %d docs in %.2f s = %.0f docs/s",
-                name,
-                rep,
-                timing.items,
-                timing.seconds,
-                timing.rate,
+        def run_mongocdc(tag: str) -> Timing:
+            prefix = f"snap{tag}"  # a topic per run: the first and last records' append times are this run's
+            topic = f"{prefix}.{namespace}"
+            create_topics(svc.bootstrap, [topic], args.partitions)
+            config = connector.settings(
+                uri=svc.uri,
+                bootstrap=svc.bootstrap,
+                name=f"snap-{tag}",
+                prefix=prefix,
+                namespace=namespace,
+                workdir=workdir,
+                extra=_same_filter(namespace),
             )
-            if timing.items != args.docs:
-                raise RuntimeError(f"{name} snapshot delivered {timing.items} documents, expected {args.docs}")
+            return connector.snapshot(config, peer=(svc.bootstrap, topic) if debezium_on else None)
+
+        def run_baseline(tag: str) -> Timing:
+            return baseline.snapshot(svc.uri, svc.bootstrap, db, coll, bare_topic)
+
+        def run_debezium(tag: str) -> Timing:
+            from bench import debezium
+
+            prefix = f"dbzsnap{tag}"
+            create_topics(svc.bootstrap, [f"{prefix}.{namespace}"], args.partitions)
+            return debezium.snapshot(
+                dbz,
+                uri=svc.uri,
+                bootstrap=svc.bootstrap,
+                name=f"dbz-snap-{tag}-{uuid.uuid4().hex[:6]}",
+                prefix=prefix,
+                namespace=namespace,
+                count=args.docs,
+            )
+
+        sides: list[Side] = [("mongocdc", run_mongocdc)]
+        sides += [("baseline", run_baseline)] if baseline_on else []
+        sides += [("debezium", run_debezium)] if debezium_on else []
+        warm = _round("snapshot", sides, "warmup", args.docs, 0) if args.warmup else None
+        rounds = [_round("snapshot", sides, str(rep), args.docs, rep + 1) for rep in range(args.repeat)]
+        jvm_start = dbz.startup_seconds if dbz else None
     fixed = fixed_snapshot_costs(svc, args, workdir, db)
     return {
         "fixed_costs_s": fixed,
         "documents": args.docs,
         "document_bytes": DOCUMENT_BYTES,
         "load_seconds": round(load_s, 2),
-        **comparison(mine, bare, TARGET_RATIO),
+        "connect_jvm_start_s": None if jvm_start is None else round(jvm_start, 2),
+        **_results(rounds, warm, baseline_on, debezium_on, args.docs),
     }
+
+
+def _same_filter(namespace: str) -> dict[str, object]:
+    """The include list the Debezium connector is given (``bench.debezium.connector_config``), for mongocdc too."""
+    return {"collection.include.list": re.escape(namespace)}
 
 
 def fixed_snapshot_costs(svc: Services, args: argparse.Namespace, workdir: Path, db: str) -> dict[str, float]:
@@ -220,61 +292,69 @@ def fixed_snapshot_costs(svc: Services, args: argparse.Namespace, workdir: Path,
 
 
 def bench_stream(svc: Services, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    baseline_on, debezium_on = _peers(args)
     count = args.stream_docs or args.docs
     db = f"bench_{uuid.uuid4().hex[:8]}"
-    mine: list[Timing] = []
-    bare: list[Timing] = []
     load_total = 0.0
-    rounds = [("warmup", True)] if args.warmup else []
-    rounds += [(str(rep), False) for rep in range(args.repeat)]
-    for index, (tag, warm) in enumerate(rounds):
-        coll = f"changes_{tag}"
-        prefix = f"strm{tag}"
-        topic, bare_topic = f"{prefix}.{db}.{coll}", f"baseline-{prefix}.{db}.{coll}"
-        create_topics(svc.bootstrap, [topic, bare_topic], args.partitions)
-        client = _client(svc.uri)
-        client[db].create_collection(coll)
-        client.close()
-        config = connector.settings(
-            uri=svc.uri,
-            bootstrap=svc.bootstrap,
-            name=f"stream-{tag}",
-            prefix=prefix,
-            namespace=f"{db}.{coll}",
-            workdir=workdir,
-            extra={"snapshot.mode": "no_data"},
-        )
-        connector.position_before_writes(config)  # stores a position taken before the writes
-        token = baseline.resume_token(svc.uri, db, coll)
-        load_total += _load(svc.uri, db, coll, count)
-
-        def run_mongocdc(config: Any = config, topic: str = topic) -> Timing:
-            return connector.stream(config, svc.bootstrap, topic, count)
-
-        def run_baseline(coll: str = coll, bare_topic: str = bare_topic, token: Any = token) -> Timing:
-            return baseline.stream(svc.uri, svc.bootstrap, db, coll, bare_topic, token, count)
-
-        pair: list[tuple[str, Callable[[], Timing]]] = [("baseline", run_baseline), ("mongocdc", run_mongocdc)]
-        for name, fn in pair if index % 2 == 0 else reversed(pair):
-            timing = fn()
-            log.info(
-                "stream %s run %s: %d events in %.2f s = %.0f events/s%s",
-                name,
-                tag,
-                timing.items,
-                timing.seconds,
-                timing.rate,
-                " (warm-up, not counted)" if warm else "",
+    tags = (["warmup"] if args.warmup else []) + [str(rep) for rep in range(args.repeat)]
+    done: list[dict[str, Timing]] = []
+    with _debezium_worker(svc, args, debezium_on) as dbz:
+        for index, tag in enumerate(tags):
+            coll = f"changes_{tag}"
+            namespace = f"{db}.{coll}"
+            prefix, dbz_prefix = f"strm{tag}", f"dbzstrm{tag}"
+            topic, bare_topic = f"{prefix}.{namespace}", f"baseline-{prefix}.{namespace}"
+            dbz_topic = f"{dbz_prefix}.{namespace}"
+            create_topics(svc.bootstrap, [topic, bare_topic] + ([dbz_topic] if debezium_on else []), args.partitions)
+            client = _client(svc.uri)
+            client[db].create_collection(coll)
+            client.close()
+            config = connector.settings(
+                uri=svc.uri,
+                bootstrap=svc.bootstrap,
+                name=f"stream-{tag}",
+                prefix=prefix,
+                namespace=namespace,
+                workdir=workdir,
+                extra={"snapshot.mode": "no_data", **_same_filter(namespace)},
             )
-            if timing.items != count:
-                raise RuntimeError(f"{name} streamed {timing.items} events, expected {count}")
-            if not warm:
-                (bare if name == "baseline" else mine).append(timing)
+            # Every side stores a position taken before the writes, then the writes, then each replays them.
+            connector.position_before_writes(config)
+            token = baseline.resume_token(svc.uri, db, coll) if baseline_on else None
+            dbz_name = f"dbz-stream-{tag}-{uuid.uuid4().hex[:6]}"
+            if debezium_on:
+                from bench import debezium
+
+                debezium.position_before_writes(
+                    dbz, uri=svc.uri, bootstrap=svc.bootstrap, name=dbz_name, prefix=dbz_prefix, namespace=namespace
+                )
+            load_total += _load(svc.uri, db, coll, count)
+
+            def run_mongocdc(tag: str, config: Any = config, topic: str = topic) -> Timing:
+                return connector.stream(config, svc.bootstrap, topic, count)
+
+            def run_baseline(tag: str, coll: str = coll, bare_topic: str = bare_topic, token: Any = token) -> Timing:
+                return baseline.stream(svc.uri, svc.bootstrap, db, coll, bare_topic, token, count)
+
+            def run_debezium(tag: str, name: str = dbz_name, prefix: str = dbz_prefix, ns: str = namespace) -> Timing:
+                from bench import debezium
+
+                return debezium.stream(
+                    dbz, bootstrap=svc.bootstrap, name=name, prefix=prefix, namespace=ns, count=count
+                )
+
+            sides: list[Side] = [("mongocdc", run_mongocdc)]
+            sides += [("baseline", run_baseline)] if baseline_on else []
+            sides += [("debezium", run_debezium)] if debezium_on else []
+            done.append(_round("stream", sides, tag, count, index))
+        jvm_start = dbz.startup_seconds if dbz else None
+    warm = done.pop(0) if args.warmup else None
     return {
         "events": count,
         "document_bytes": DOCUMENT_BYTES,
-        "load_seconds_mean": round(load_total / max(1, len(rounds)), 2),
-        **comparison(mine, bare, TARGET_RATIO),
+        "load_seconds_mean": round(load_total / max(1, len(tags)), 2),
+        "connect_jvm_start_s": None if jvm_start is None else round(jvm_start, 2),
+        **_results(done, warm, baseline_on, debezium_on, count),
     }
 
 
@@ -407,19 +487,28 @@ def render_table(report: dict[str, Any]) -> str:
         f"Kafka: {env['kafka']} | {env['partitions']} partitions/topic"
     )
     lines.append(
-        f"median of {report['repeat']} runs each, baseline and mongocdc interleaved"
+        f"load average {env['load_average_at_start']} at the start, {env.get('load_average_at_end')} at the end"
+    )
+    lines.append(
+        f"median of {report['repeat']} runs each, the sides alternating"
         + (", after warm-up rounds (spark: --spark-warmup)" if report["warmup"] else "")
     )
     lines.append("")
-    header = f"{'benchmark':<34}{'mongocdc':>14}{'baseline':>14}{'ratio':>8}{'target':>9}  result"
-    lines.append(header)
-    lines.append("-" * len(header))
+    results = report["results"]
+    if any(k in results for k in ("spark", "replication", "memory")) or any(
+        "baseline" in results.get(k, {}) for k in ("snapshot", "stream")
+    ):  # not with --peer debezium alone: its table follows
+        header = f"{'benchmark':<34}{'mongocdc':>14}{'baseline':>14}{'ratio':>8}{'target':>9}  result"
+        lines.append(header)
+        lines.append("-" * len(header))
     for key, label, unit in (("snapshot", "snapshot", "docs/s"), ("stream", "streaming", "events/s")):
         r = report["results"].get(key)
-        if r is None:
+        if r is None or "baseline" not in r:
             continue
         n = r.get("documents", r.get("events"))
         lines.append(ratio_row(f"{label} ({n:,} x 1 KB, {unit})", r))
+    peer = _debezium_table(report)
+    lines += peer[1:] if peer and lines[-1] == "" else peer
     if "spark" in report["results"]:
         lines += spark_bench.render(report["results"]["spark"])
     if "replication" in report["results"]:
@@ -451,7 +540,7 @@ def render_table(report: dict[str, Any]) -> str:
             )
     for key in ("snapshot", "stream"):
         r = report["results"].get(key)
-        if r is None:
+        if r is None or "baseline" not in r:
             continue
         lines.append("")
         lines.append(f"{key} runs (items/s): mongocdc {r['mongocdc']['rates']}  baseline {r['baseline']['rates']}")
@@ -486,6 +575,35 @@ def render_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _debezium_table(report: dict[str, Any]) -> list[str]:
+    """mongocdc against Debezium in Kafka Connect, per benchmark (``--peer debezium`` or ``both``)."""
+    results = [(key, report["results"][key]) for key in ("snapshot", "stream") if key in report["results"]]
+    results = [(key, r) for key, r in results if "debezium" in r]
+    if not results:
+        return []
+    lines = [
+        "",
+        f"mongocdc against Debezium {report['environment'].get('debezium', '')} (Kafka Connect standalone), "
+        f"median of {report['repeat']} runs each, alternating which goes first",
+        "  clock: start request (mongocdc: wiring.connector entered; Debezium: connector created/resumed over REST)",
+        "  to the broker's append of the first / last record; CPU-s over the same window; peak RSS of the tool's",
+        "  process (mongocdc: this benchmark process; Debezium: the Connect JVM), VmHWM reset before each run",
+        "",
+        f"  {'phase':<10}{'':<24}{'mongocdc':>12}{'Debezium':>12}  (* the issue's targets)",
+    ]
+    for key, r in results:
+        n = r.get("documents", r.get("events"))
+        lines += peer_lines("snapshot" if key == "snapshot" else "streaming", r["debezium"])
+        verdict = "ahead on every target" if r["debezium"]["mongocdc_ahead_on_all_targets"] else "NOT ahead on all"
+        jvm = r.get("connect_jvm_start_s")
+        lines.append(
+            f"  {'':<10}{n:,} x 1 KB; mongocdc {verdict}; Connect JVM start-up {jvm:.1f} s (not counted)"
+            if jvm is not None
+            else f"  {'':<10}{n:,} x 1 KB; mongocdc {verdict}"
+        )
+    return lines
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
@@ -505,6 +623,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--only", default=",".join(ALL), help=f"benchmarks to run, comma-separated ({','.join(ALL + OPTIONAL)})"
     )
+    parser.add_argument(
+        "--peer",
+        choices=("baseline", "debezium", "both"),
+        default="baseline",
+        help="what mongocdc's snapshot and streaming runs are compared with: the bare loop (default), Debezium "
+        "3.6.1 in Kafka Connect standalone, or both, in the same run",
+    )
+    parser.add_argument(
+        "--debezium-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Debezium connector property over the benchmark's own (repeatable), e.g. snapshot.fetch.size=0",
+    )
     parser.add_argument("--partitions", type=int, default=3, help="partitions per topic (3)")
     parser.add_argument(
         "--mongo-server", default=None, help="MongoDB test server (default: secantus-rs if built, else secantus)"
@@ -520,6 +652,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     replication_bench.add_arguments(parser)
     args = parser.parse_args(argv)
     args.only = [x.strip() for x in args.only.split(",") if x.strip()]
+    if any("=" not in option for option in args.debezium_option):
+        parser.error("--debezium-option takes KEY=VALUE")
+    args.debezium_option = dict(option.split("=", 1) for option in args.debezium_option)
     unknown = set(args.only) - set(ALL) - set(OPTIONAL)
     if unknown:
         choices = ", ".join(ALL + OPTIONAL)
@@ -545,6 +680,9 @@ def main(argv: list[str] | None = None) -> int:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "partitions": args.partitions,
+            "peer": args.peer,
+            "debezium_options": args.debezium_option,
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         },
         "repeat": args.repeat,
         "warmup": args.warmup,
@@ -577,6 +715,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile and args.only:
             report["profiles"] = profile_runs(svc, args, workdir)
     report["seconds"] = round(time.monotonic() - started, 1)
+    report["environment"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    if args.peer != "baseline":
+        from tests.services.connect import DEBEZIUM_VERSION
+
+        report["environment"]["debezium"] = DEBEZIUM_VERSION
     if args.output == "json":
         print(json.dumps(report, indent=2))
     else:

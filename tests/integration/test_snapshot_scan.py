@@ -97,3 +97,46 @@ def test_a_scan_resumed_from_any_chunk_end_reads_exactly_the_rest(
     finds.filters.clear()
     assert list(scanner.chunks(chunks[-1].end)) == []
     assert finds.filters == []
+
+
+class Hints(Finds):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hints: list[Any] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        super().started(event)
+        if event.command_name == "find":
+            self.hints.append(event.command.get("hint"))
+
+
+def test_every_query_without_a_filter_is_hinted_to_the_id_index_and_a_refused_hint_is_dropped(
+    mongo_uri: str,
+) -> None:
+    hints = Hints()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri, event_listeners=[hints])
+    db = f"scan_{uuid.uuid4().hex[:10]}"
+    client[db].c.insert_many([{"_id": _id, "pad": "x"} for _id in _ids()])
+    expected = [d["_id"] for d in client[db].c.find({}, {"_id": 1}).sort("_id", 1)]
+    try:
+        scanner = CollectionScanner(client, db, "c", fetch_size=4)
+        hints.hints.clear()
+        chunks = list(scanner.chunks())
+        resumed = list(scanner.chunks(chunks[0].end))
+        assert _bytes([d["_id"] for c in chunks for d in c.documents]) == _bytes(expected)
+        assert hints.hints and all(h == {"_id": 1} for h in hints.hints), hints.hints
+        assert sum(len(c.documents) for c in resumed) == len(expected) - len(chunks[0].documents)
+
+        filtered = CollectionScanner(client, db, "c", fetch_size=4, filter={"pad": "x"})
+        hints.hints.clear()
+        assert sum(len(c.documents) for c in filtered.chunks()) == len(expected)
+        assert hints.hints == [None]  # the planner picks the index for a filter
+
+        refused = CollectionScanner(client, db, "c", fetch_size=4)
+        refused._hint = [("no_such_field", 1)]  # as a collection without an _id index refuses the hint
+        hints.hints.clear()
+        assert _bytes([d["_id"] for c in refused.chunks() for d in c.documents]) == _bytes(expected)
+        assert hints.hints == [{"no_such_field": 1}, None]
+    finally:
+        client.drop_database(db)
+        client.close()

@@ -5,6 +5,11 @@ of different types in BSON comparison order, one type bracket after the other, s
 every bracket in turn without a query per bracket (a server without a type-bracketed index plan
 runs each of those as a full scan, empty brackets included).
 
+Without a snapshot filter every query is hinted to the ``_id`` index (``hint({_id: 1})``): the
+plan mongod picks for an ``_id`` sort anyway, and one a server that would otherwise scan and sort
+the whole collection before its first batch (the Python SecantusDB test server) then follows. A
+server that refuses the hint (a collection without that index) is asked again without it.
+
 A scan resumes from (bracket, last key) after a crash. MongoDB compares values only within one
 type bracket (``$gt: 5`` never matches a string), so what is left is read bracket by bracket, in
 MongoDB's sort order, each with ``$type`` and a ``$gt`` on the last key read.
@@ -12,6 +17,7 @@ MongoDB's sort order, each with ``$type`` and a ``$gt`` on the last key read.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -40,6 +46,7 @@ _TYPE_CODES = {
 }  # fmt: skip
 _BRACKET_OF_TYPE = {_TYPE_CODES[name]: i for i, names in enumerate(ID_TYPE_BRACKETS) for name in names}
 _ID_FIRST = b"_id\x00"
+ID_INDEX: list[tuple[str, int]] = [("_id", ASCENDING)]
 
 
 def id_bracket(document: Mapping[str, Any]) -> int | None:
@@ -92,6 +99,8 @@ class CollectionScanner:
         self._fetch_size = fetch_size
         self._filter = dict(filter) if filter else None
         self.namespace = f"{db}.{collection}"
+        # With a snapshot filter the planner may know a better index than _id's (and sort after it).
+        self._hint: list[tuple[str, int]] | None = None if self._filter else ID_INDEX
 
     def estimated_count(self) -> int:
         try:
@@ -172,16 +181,35 @@ class CollectionScanner:
         server batch is never larger than ``fetch_size``, the cursor's batch size).
         """
         previous = current = time.time_ns()
-        cursor = self._collection.find(query, batch_size=self._fetch_size).sort("_id", ASCENDING)
+        cursor, first = self._open(query)
         with cursor:
             batch: list[Mapping[str, Any]] = []
-            for document in cursor:
+            for document in itertools.chain((first,), cursor) if first is not None else ():
                 batch.append(document)
                 if len(batch) == self._fetch_size:
                     yield batch, False, previous
                     batch = []
                     previous, current = current, time.time_ns()
             yield batch, True, previous
+
+    def _open(self, query: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any] | None]:
+        """The ``_id``-ordered cursor of ``query`` and its first document (``None``: no documents).
+
+        Hinted to the ``_id`` index unless a snapshot filter is set; a server that refuses the hint
+        (the find fails naming it) gets the query again without it, for this and every later query.
+        """
+        while True:
+            cursor = self._collection.find(query, batch_size=self._fetch_size).sort("_id", ASCENDING)
+            if self._hint is not None:
+                cursor = cursor.hint(self._hint)
+            try:
+                return cursor, next(cursor, None)
+            except OperationFailure as exc:
+                cursor.close()
+                if self._hint is None or "hint" not in str(exc).lower():
+                    raise
+                log.info("%s refused a hint of its _id index (%s); reading without it", self.namespace, exc)
+                self._hint = None
 
 
 SYSTEM_DATABASES = frozenset({"admin", "config", "local"})

@@ -150,9 +150,16 @@ class FakeCursor:
 
     def __init__(self, documents: list[dict[str, int]], batch_size: int, served: list[int]) -> None:
         self.documents, self.batch_size, self.served = documents, batch_size, served
+        self._served = self._serve()
 
     def sort(self, *_: object) -> FakeCursor:
         return self
+
+    def hint(self, *_: object) -> FakeCursor:
+        return self
+
+    def close(self) -> None:
+        return None
 
     def __enter__(self) -> FakeCursor:
         return self
@@ -161,6 +168,12 @@ class FakeCursor:
         return None
 
     def __iter__(self) -> Iterator[dict[str, int]]:
+        return self
+
+    def __next__(self) -> dict[str, int]:
+        return next(self._served)
+
+    def _serve(self) -> Iterator[dict[str, int]]:
         for index, document in enumerate(self.documents):
             if index % self.batch_size == 0:
                 time.sleep(0.002)  # the server's time for a batch: lets the clock move between batches
