@@ -93,46 +93,22 @@ def _logging_callback(key: str) -> Any:
 def _logging_options() -> list[click.Option]:
     """The global logging options, also accepted after a command's name (hidden from its help: the root's
     help names them once)."""
+
+    def hidden(flags: list[str], key: str | None, help: str, **kind: Any) -> click.Option:
+        callback = _logging_callback(key) if key else None
+        return click.Option(flags, expose_value=False, hidden=True, callback=callback, help=help, **kind)
+
     return [
-        click.Option(
+        hidden(
             ["--log-level"],
+            "level",
+            LOG_LEVEL_HELP,
             type=click.Choice([level.value for level in LogLevel], case_sensitive=False),
-            expose_value=False,
-            hidden=True,
-            callback=_logging_callback("level"),
-            help=LOG_LEVEL_HELP,
         ),
-        click.Option(
-            ["--log-format"],
-            type=click.Choice([fmt.value for fmt in LogFormat]),
-            expose_value=False,
-            hidden=True,
-            callback=_logging_callback("fmt"),
-            help=LOG_FORMAT_HELP,
-        ),
-        click.Option(
-            ["--verbose", "-v"],
-            count=True,
-            expose_value=False,
-            hidden=True,
-            callback=_logging_callback("verbose"),
-            help=VERBOSE_HELP,
-        ),
-        click.Option(
-            ["--quiet", "-q"],
-            count=True,
-            expose_value=False,
-            hidden=True,
-            callback=_logging_callback("quiet"),
-            help=QUIET_HELP,
-        ),
-        click.Option(
-            ["--traceback"],
-            is_flag=True,
-            expose_value=False,
-            hidden=True,
-            help="Show the full traceback of an error (for debugging).",
-        ),
+        hidden(["--log-format"], "fmt", LOG_FORMAT_HELP, type=click.Choice([fmt.value for fmt in LogFormat])),
+        hidden(["--verbose", "-v"], "verbose", VERBOSE_HELP, count=True),
+        hidden(["--quiet", "-q"], "quiet", QUIET_HELP, count=True),
+        hidden(["--traceback"], None, "Show the full traceback of an error (for debugging).", is_flag=True),
     ]
 
 
