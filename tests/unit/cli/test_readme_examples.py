@@ -1,0 +1,35 @@
+"""Every ``mongocdc`` command in the README's shell blocks is one the real command tree takes as written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.unit.cli.test_completions import _parse
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def readme_commands() -> list[str]:
+    commands = []
+    for block in re.findall(r"```(?:sh|bash|shell|console)?\n(.*?)```", README.read_text(), flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.strip()
+            if line.startswith("mongocdc "):
+                commands.append(line)
+    return commands
+
+
+def test_the_readme_shows_commands() -> None:
+    assert len(readme_commands()) >= 10
+
+
+@pytest.mark.parametrize("example", readme_commands())
+def test_a_readme_command_parses_as_shown(example: str) -> None:
+    argv = shlex.split(example, comments=True)
+    for end in ("|", ">", "&&", ";"):
+        argv = argv[: argv.index(end)] if end in argv else argv
+    _parse(argv[1:])  # a usage error (unknown option or command, bad value) raises here
