@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import bson
 from bson import Timestamp
-from bson.codec_options import CodecOptions
+from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.raw_bson import RawBSONDocument
 from pymongo import MongoClient
 from pymongo.change_stream import ChangeStream, ClusterChangeStream
@@ -111,8 +111,11 @@ def is_resume_lost(exc: OperationFailure) -> bool:
     return exc.code in RESUME_LOST_CODES or "resume point may no longer be in the oplog" in str(exc)
 
 
-RAW_CHANGES: CodecOptions[RawBSONDocument] = CodecOptions(document_class=RawBSONDocument)
-"""How change documents are decoded: raw BSON, top-level fields on access (see ``MongoChangeStreamSource._watch``)."""
+RAW_CHANGES: CodecOptions[RawBSONDocument] = CodecOptions(
+    document_class=RawBSONDocument, datetime_conversion=DatetimeConversion.DATETIME_MS
+)
+"""How change documents are decoded: raw BSON, top-level fields on access (see ``MongoChangeStreamSource._watch``);
+``wallTime`` as milliseconds (``DatetimeMS``), which is what the event needs, without a ``datetime``."""
 
 
 _CLUSTER_STREAM_ARGUMENTS: dict[str, Any] = dict.fromkeys(
@@ -340,6 +343,16 @@ class MongoChangeStreamSource:
                 self._reopen()
                 self._start_after = False
             return item
+
+    def buffered(self) -> bool:
+        """Whether :meth:`next` has its change in hand: the batch pymongo read last is not used up.
+
+        ``False`` means the next call asks the server (a ``getMore`` that may wait a poll interval),
+        so the read-ahead reader hands over what it has first (``sources/read_ahead.py``).
+        """
+        # pymongo's own test in ChangeStream.try_next; a stream without it is never ahead.
+        has_next = getattr(getattr(self._stream, "_cursor", None), "_has_next", None)
+        return has_next is not None and bool(has_next())
 
     def _convert(self, change: Mapping[str, Any]) -> StreamItem:
         ns = change.get("ns") or {}
