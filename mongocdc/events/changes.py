@@ -156,8 +156,9 @@ def top_level(document: Mapping[str, Any]) -> Mapping[str, Any]:
     return dict(document.items()) if isinstance(document, RawBSONDocument) else document
 
 
-def _namespace(ns: Any) -> tuple[Any, Any]:
+def namespace_of(change: Mapping[str, Any]) -> tuple[Any, Any]:
     """``(ns.db, ns.coll)`` of a change (``None`` where missing)."""
+    ns = change.get("ns")
     if isinstance(ns, RawBSONDocument):
         return _raw_namespace(bytes(ns.raw))
     if not ns:
@@ -192,7 +193,7 @@ def convert_change(
     change = top_level(change)
     operation = _get(change, "operationType")
     position = position_of(change)
-    db, coll = _namespace(change.get("ns"))
+    db, coll = namespace_of(change)
     if operation not in DATA_OPERATIONS:
         return ControlChange(str(operation), db, coll, position)
     if db is None or coll is None:

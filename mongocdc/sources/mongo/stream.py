@@ -24,6 +24,7 @@ from mongocdc.events.changes import (
     StreamedChange,
     Transforms,
     convert_change,
+    namespace_of,
     position_of,
     top_level,
 )
@@ -355,8 +356,7 @@ class MongoChangeStreamSource:
         return has_next is not None and bool(has_next())
 
     def _convert(self, change: Mapping[str, Any]) -> StreamItem:
-        ns = change.get("ns") or {}
-        if self._signal_ns is not None and (ns.get("db"), ns.get("coll")) == self._signal_ns:
+        if self._signal_ns is not None and namespace_of(change) == self._signal_ns:
             # The signal collection is read whatever the include lists say; its changes are written to
             # Kafka only when the include lists capture it, as Debezium does.
             document = change.get("fullDocument")
