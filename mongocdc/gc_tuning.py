@@ -1,4 +1,4 @@
-"""The cyclic collector's youngest generation, collected less often while a copy or streaming loop runs (process-wide)."""
+"""The cyclic collector's youngest generation, collected less often while a copy or streaming loop runs."""
 
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mongocdc.errors import ConfigError, MongocdcError, UnreachableError
+from mongocdc.gc_tuning import fewer_young_collections
 from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER, NO_AUTO_CREATE
 from mongocdc.kafka.consumer import KafkaConsumer
 from mongocdc.kafka.producer import KafkaProducer
@@ -36,7 +37,6 @@ from mongocdc.replication.checkpoints import CheckpointWriter
 from mongocdc.replication.clients import Cluster
 from mongocdc.replication.commits import Committer
 from mongocdc.replication.copying import Copier, FullQueue, acknowledger
-from mongocdc.gc_tuning import fewer_young_collections
 from mongocdc.replication.naming import NameFilter, TopicRenamer
 from mongocdc.replication.partitions import CopiedPartition, PartitionOpener
 from mongocdc.replication.poller import GroupOffsets, GroupOffsetsPoller

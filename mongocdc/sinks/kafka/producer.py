@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final
 
 from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER
@@ -77,20 +78,25 @@ class KafkaSink:
         """
         producer = self._client()
         producer.check()
-
-        def delivered(err: Any, msg: Any) -> None:
-            if err is not None:
-                producer.delivery_failed(err, msg)
-                return
-            self.acknowledged += 1
-            if on_ack is not None:
-                on_ack()
-
         producer.produce(
-            topic, value, key, -1 if partition is None else partition, headers=headers, on_delivery=delivered
+            topic,
+            value,
+            key,
+            -1 if partition is None else partition,
+            headers=headers,
+            on_delivery=partial(self._delivered, producer, on_ack),  # no closure per record: a report is one call
         )
         self.produced += 1
         producer.poll(0)  # a failure it serves is raised by the next call
+
+    def _delivered(self, producer: KafkaProducer, on_ack: AckCallback | None, err: Any, msg: Any) -> None:
+        """A record's delivery report: a failure is kept for the next call, an acknowledgement counted and passed on."""
+        if err is not None:
+            producer.delivery_failed(err, msg)
+            return
+        self.acknowledged += 1
+        if on_ack is not None:
+            on_ack()
 
     def poll(self, timeout: float = 0.0) -> None:
         """Serve delivery reports."""
