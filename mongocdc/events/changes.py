@@ -14,7 +14,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import bson
 from bson import Timestamp
@@ -62,9 +62,8 @@ class SignalChange:
     event: ChangeEvent | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StreamedChange:
-    """A data change together with the position right after it."""
+class StreamedChange(NamedTuple):
+    """A data change together with the position right after it (a named tuple: one is built per change)."""
 
     event: ChangeEvent
     position: Position
