@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import bson
@@ -228,7 +229,7 @@ class SnapshotRunner:
             self.codec.key(event),
             self.codec.value(event, self._wall_ms()),
             headers=self.codec.headers,
-            on_ack=lambda: tracker.acked(seq),
+            on_ack=partial(tracker.acked, seq),
         )
 
     def _register(self, namespace: str, end: ScanPosition, documents: int, done: bool = False) -> None:

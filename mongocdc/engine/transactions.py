@@ -272,7 +272,7 @@ class TransactionTracker:
         )
         self._txn = txn
         block = TransactionBlock(txn.id, txn.total_order, order)
-        return before, dataclasses.replace(event, transaction=block)
+        return before, event._replace(transaction=block)
 
     def on_control(self) -> list[TransactionRecord]:
         """A control event (drop, rename, invalidate …) ends the open transaction when ``idle_end_ms`` is set."""

@@ -10,16 +10,18 @@ Timestamp), ``wallTime`` (6.0+), ``fullDocument``, ``updateDescription``,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import bson
 from bson import Timestamp
+from bson.datetime_ms import DatetimeMS
 from bson.raw_bson import RawBSONDocument
 
-from mongocdc.events.codec import document_to_json, update_to_json, value_to_json
+from mongocdc.events.codec import document_to_json, raw_id_to_json, update_to_json, value_to_json
 from mongocdc.events.model import ChangeEvent, Op, SourceInfo, UpdateDescription
 from mongocdc.events.position import Position
 
@@ -60,9 +62,8 @@ class SignalChange:
     event: ChangeEvent | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StreamedChange:
-    """A data change together with the position right after it."""
+class StreamedChange(NamedTuple):
+    """A data change together with the position right after it (a named tuple: one is built per change)."""
 
     event: ChangeEvent
     position: Position
@@ -75,7 +76,12 @@ def _get(change: Mapping[str, Any], field: str) -> Any:
         raise MalformedChangeError(f"change event has no {field!r} field") from None
 
 
-def _epoch_ms(value: datetime) -> int:
+def _epoch_ms(value: Any) -> int | None:
+    """``wallTime`` in epoch milliseconds: a ``DatetimeMS`` (raw changes are read so) or a ``datetime``."""
+    if type(value) is DatetimeMS:
+        return int(value)
+    if not isinstance(value, datetime):
+        return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return int(value.timestamp() * 1000)
@@ -115,12 +121,7 @@ class Transforms(Protocol):
     ) -> tuple[Mapping[str, Any], Sequence[str]]: ...
 
 
-def _optional_document(
-    change: Mapping[str, Any], field: str, ns: tuple[str, str], transforms: Transforms | None
-) -> str | None:
-    doc = change.get(field)
-    if doc is None:
-        return None
+def _document(doc: Any, ns: tuple[str, str], transforms: Transforms | None) -> str:
     if transforms is not None:
         doc = transforms.apply_document(ns[0], ns[1], _as_dict(doc))
     return document_to_json(doc)
@@ -154,6 +155,36 @@ def top_level(document: Mapping[str, Any]) -> Mapping[str, Any]:
     return dict(document.items()) if isinstance(document, RawBSONDocument) else document
 
 
+def namespace_of(change: Mapping[str, Any]) -> tuple[Any, Any]:
+    """``(ns.db, ns.coll)`` of a change (``None`` where missing)."""
+    ns = change.get("ns")
+    if isinstance(ns, RawBSONDocument):
+        return _raw_namespace(bytes(ns.raw))
+    if not ns:
+        return None, None
+    return ns.get("db"), ns.get("coll")
+
+
+@functools.lru_cache(maxsize=1024)
+def _raw_namespace(raw: bytes) -> tuple[Any, Any]:
+    """The namespace of a raw ``ns``: every change of a collection has the same bytes, decoded once."""
+    ns = bson.decode(raw)
+    return ns.get("db"), ns.get("coll")
+
+
+def _key_json(operation: str, document_key: Any) -> str:
+    """The key's ``id`` text from ``documentKey``: a raw one is read without decoding the whole key."""
+    if isinstance(document_key, RawBSONDocument):
+        try:
+            return raw_id_to_json(document_key)
+        except KeyError:
+            raise MalformedChangeError(f"{operation} event documentKey has no _id") from None
+    key = top_level(document_key)
+    if "_id" not in key:
+        raise MalformedChangeError(f"{operation} event documentKey has no _id")
+    return value_to_json(key["_id"])
+
+
 def convert_change(
     change: Mapping[str, Any], *, rs: str | None = None, transforms: Transforms | None = None
 ) -> StreamedChange | ControlChange:
@@ -161,49 +192,47 @@ def convert_change(
     change = top_level(change)
     operation = _get(change, "operationType")
     position = position_of(change)
-    ns = top_level(change.get("ns") or {})
-    db = ns.get("db")
-    coll = ns.get("coll")
+    db, coll = namespace_of(change)
     if operation not in DATA_OPERATIONS:
         return ControlChange(str(operation), db, coll, position)
     if db is None or coll is None:
         raise MalformedChangeError(f"{operation} event has no ns.db/ns.coll")
-    key = top_level(_get(change, "documentKey"))
-    if "_id" not in key:
-        raise MalformedChangeError(f"{operation} event documentKey has no _id")
-    wall = change.get("wallTime")
+    key_json = _key_json(operation, _get(change, "documentKey"))
     txn_number = change.get("txnNumber")
     source = SourceInfo(
-        db=str(db),
-        collection=str(coll),
-        sec=position.sec,
-        ord=position.ord,
-        wall_time_ms=_epoch_ms(wall) if isinstance(wall, datetime) else None,
+        str(db),
+        str(coll),
+        position.sec,
+        position.ord,
+        _epoch_ms(change.get("wallTime")),
         rs=rs,
         # Debezium sets both or neither: a session without a transaction number is no transaction.
         lsid=session_id(change.get("lsid")) if txn_number is not None else None,
         txn_number=int(txn_number) if txn_number is not None and change.get("lsid") is not None else None,
     )
-    ns_pair = (str(db), str(coll))
-    before = _optional_document(change, "fullDocumentBeforeChange", ns_pair, transforms)
-    key_json = value_to_json(key["_id"])
+    ns_pair = (source.db, source.collection)
+    before = change.get("fullDocumentBeforeChange")
+    if before is not None:
+        before = _document(before, ns_pair, transforms)
     if operation == "insert" or operation == "replace":  # a replace is an update with no updateDescription
+        after = change.get("fullDocument")
         event = ChangeEvent(
             Op.CREATE if operation == "insert" else Op.UPDATE,
             key_json,
             source,
-            after=_optional_document(change, "fullDocument", ns_pair, transforms),
-            before=before,
+            None if after is None else _document(after, ns_pair, transforms),
+            before,
         )
     elif operation == "update":
+        after = change.get("fullDocument")
         event = ChangeEvent(
             Op.UPDATE,
             key_json,
             source,
-            after=_optional_document(change, "fullDocument", ns_pair, transforms),
-            before=before,
-            update_description=_update_description(change.get("updateDescription"), ns_pair, transforms),
+            None if after is None else _document(after, ns_pair, transforms),
+            before,
+            _update_description(change.get("updateDescription"), ns_pair, transforms),
         )
     else:
-        event = ChangeEvent(Op.DELETE, key_json, source, after=None, before=before)
+        event = ChangeEvent(Op.DELETE, key_json, source, None, before)
     return StreamedChange(event, position)

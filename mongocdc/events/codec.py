@@ -385,6 +385,18 @@ def json_to_document(text: str) -> Any:
     return json_util.loads(text, json_options=_RELAXED)
 
 
+def raw_id_to_json(document: RawBSONDocument) -> str:
+    """``value_to_json(document["_id"])`` of a raw document (a change's ``documentKey``), read from its bytes.
+
+    An ObjectId ``_id`` (the usual key) is written straight from its twelve bytes; other ones go
+    through :func:`raw_document_id`. Raises ``KeyError`` when the document has no ``_id``.
+    """
+    raw = document.raw
+    if raw[4] == 0x07 and raw[5:9] == b"_id\x00":
+        return '{"$oid": "' + raw[9:21].hex() + '"}'
+    return value_to_json(raw_document_id(document))
+
+
 def raw_document_id(document: RawBSONDocument) -> Any:
     """The ``_id`` of a raw document without inflating the whole document.
 

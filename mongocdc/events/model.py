@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Op(StrEnum):
@@ -28,9 +28,13 @@ class SnapshotMarker(StrEnum):
     INCREMENTAL = "incremental"
 
 
-@dataclass(frozen=True, slots=True)
-class SourceInfo:
-    """Where a change came from (the ``source`` block without the connector-wide fields)."""
+class SourceInfo(NamedTuple):
+    """Where a change came from (the ``source`` block without the connector-wide fields).
+
+    Immutable. A named tuple rather than a frozen dataclass, as :class:`ChangeEvent` and
+    ``engine.source_offset.SourceOffset``: one is built per change, and a frozen dataclass's ``__init__``
+    (one ``object.__setattr__`` per field) cost about 1.5 µs of it.
+    """
 
     db: str
     collection: str
@@ -94,9 +98,8 @@ class TransactionBlock:
     data_collection_order: int
 
 
-@dataclass(frozen=True, slots=True)
-class ChangeEvent:
-    """One captured change of one document.
+class ChangeEvent(NamedTuple):
+    """One captured change of one document (immutable; a named tuple for the reason :class:`SourceInfo` is).
 
     ``key_json`` is the document's ``_id`` as Debezium writes it inside the Kafka key
     (relaxed extended JSON, ``codec.value_to_json``), ``after``/``before`` full documents as

@@ -5,6 +5,6 @@ Pure parts, tested without Kafka: ``provenance`` (the header each copy carries a
 per-partition frontier the replicator maintains, and the sync and checkpoint records), ``commits``'
 ``apply_acknowledged``. Kafka-facing parts, over ``mongocdc.kafka``: ``clients`` (one cluster and its
 role), ``mirror`` (the ``Replicator``; its concerns in ``topics``, ``partitions``, ``copying``,
-``commits``, ``syncs``, ``checkpoints``, ``poller``, ``status``, ``shutdown``, ``gc_tuning``) and
+``commits``, ``syncs``, ``checkpoints``, ``poller``, ``status``, ``shutdown``) and
 ``failover`` (translating and moving a consumer group).
 """

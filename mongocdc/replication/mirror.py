@@ -10,7 +10,7 @@ concern:
 * ``commits``: the commit order (acknowledged copies → frontiers → offset syncs → source commits);
 * ``syncs``, ``checkpoints``: the records written to the target's internal topics;
 * ``poller``: the source groups' offsets, read on a thread of their own; ``status``: stats, lag, rate;
-* ``shutdown``: a stop and its timeout; ``gc_tuning``: the cyclic collector while a copy loop runs.
+* ``shutdown``: a stop and its timeout; ``mongocdc.gc_tuning``: the cyclic collector while a copy loop runs.
 
 Partitioning: when the target topic has as many partitions as the source topic (always so for the
 topics the replicator creates), a record keeps its partition and the partition's order, and offset
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mongocdc.errors import ConfigError, MongocdcError, UnreachableError
+from mongocdc.gc_tuning import fewer_young_collections
 from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER, NO_AUTO_CREATE
 from mongocdc.kafka.consumer import KafkaConsumer
 from mongocdc.kafka.producer import KafkaProducer
@@ -36,7 +37,6 @@ from mongocdc.replication.checkpoints import CheckpointWriter
 from mongocdc.replication.clients import Cluster
 from mongocdc.replication.commits import Committer
 from mongocdc.replication.copying import Copier, FullQueue, acknowledger
-from mongocdc.replication.gc_tuning import fewer_young_collections
 from mongocdc.replication.naming import NameFilter, TopicRenamer
 from mongocdc.replication.partitions import CopiedPartition, PartitionOpener
 from mongocdc.replication.poller import GroupOffsets, GroupOffsetsPoller

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any, Final
 
 from mongocdc.config.topic_creation import TopicCreation
@@ -106,17 +107,13 @@ class KafkaSink:
         producer.check()
         if topic not in self._topics:
             self._ensure_topic(topic)
-
-        def delivered(err: Any, msg: Any) -> None:
-            if err is not None:
-                producer.delivery_failed(err, msg)
-                return
-            self.acknowledged += 1
-            if on_ack is not None:
-                on_ack()
-
         producer.produce(
-            topic, value, key, -1 if partition is None else partition, headers=headers, on_delivery=delivered
+            topic,
+            value,
+            key,
+            -1 if partition is None else partition,
+            headers=headers,
+            on_delivery=partial(self._delivered, producer, on_ack),  # no closure per record: a report is one call
         )
         self.produced += 1
         producer.poll(0)  # a failure it serves is raised by the next call
@@ -178,6 +175,15 @@ class KafkaSink:
                 elif admin.broker_config("auto.create.topics.enable") == "false":
                     raise self._not_created([topic])
             self._topics.add(topic)
+
+    def _delivered(self, producer: KafkaProducer, on_ack: AckCallback | None, err: Any, msg: Any) -> None:
+        """A record's delivery report: a failure is kept for the next call, an acknowledgement counted and passed on."""
+        if err is not None:
+            producer.delivery_failed(err, msg)
+            return
+        self.acknowledged += 1
+        if on_ack is not None:
+            on_ack()
 
     def poll(self, timeout: float = 0.0) -> None:
         """Serve delivery reports."""

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import bson
 from bson import Timestamp
-from bson.codec_options import CodecOptions
+from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.raw_bson import RawBSONDocument
 from pymongo import MongoClient
 from pymongo.change_stream import ChangeStream, ClusterChangeStream
@@ -24,6 +24,7 @@ from mongocdc.events.changes import (
     StreamedChange,
     Transforms,
     convert_change,
+    namespace_of,
     position_of,
     top_level,
 )
@@ -130,8 +131,11 @@ def is_resume_refused(exc: OperationFailure) -> bool:
     return exc.code == FAILED_TO_PARSE and "resume token" in str(exc).lower()
 
 
-RAW_CHANGES: CodecOptions[RawBSONDocument] = CodecOptions(document_class=RawBSONDocument)
-"""How change documents are decoded: raw BSON, top-level fields on access (see ``MongoChangeStreamSource._watch``)."""
+RAW_CHANGES: CodecOptions[RawBSONDocument] = CodecOptions(
+    document_class=RawBSONDocument, datetime_conversion=DatetimeConversion.DATETIME_MS
+)
+"""How change documents are decoded: raw BSON, top-level fields on access (see ``MongoChangeStreamSource._watch``);
+``wallTime`` as milliseconds (``DatetimeMS``), which is what the event needs, without a ``datetime``."""
 
 
 _CLUSTER_STREAM_ARGUMENTS: dict[str, Any] = dict.fromkeys(
@@ -363,9 +367,18 @@ class MongoChangeStreamSource:
                 self._start_after = False
             return item
 
+    def buffered(self) -> bool:
+        """Whether :meth:`next` has its change in hand: the batch pymongo read last is not used up.
+
+        ``False`` means the next call asks the server (a ``getMore`` that may wait a poll interval),
+        so the read-ahead reader hands over what it has first (``sources/read_ahead.py``).
+        """
+        # pymongo's own test in ChangeStream.try_next; a stream without it is never ahead.
+        has_next = getattr(getattr(self._stream, "_cursor", None), "_has_next", None)
+        return has_next is not None and bool(has_next())
+
     def _convert(self, change: Mapping[str, Any]) -> StreamItem:
-        ns = change.get("ns") or {}
-        if self._signal_ns is not None and (ns.get("db"), ns.get("coll")) == self._signal_ns:
+        if self._signal_ns is not None and namespace_of(change) == self._signal_ns:
             # The signal collection is read whatever the include lists say; its changes are written to
             # Kafka only when the include lists capture it, as Debezium does.
             document = change.get("fullDocument")

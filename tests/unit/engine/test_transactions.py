@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -93,7 +92,7 @@ def test_recorded_stream_gets_begin_blocks_and_end_in_place() -> None:
         TransactionBlock(TXN_B, 2, 2),
     ]
     # Apart from the block, the events are untouched.
-    assert all(d == dataclasses.replace(e, transaction=d.transaction) for d, e in zip(data, events[:8], strict=True))
+    assert all(d == e._replace(transaction=d.transaction) for d, e in zip(data, events[:8], strict=True))
 
     # The last (plain) event ends transaction B first.
     before, last = tracker.on_event(events[8], 100)

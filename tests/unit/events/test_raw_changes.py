@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
 import bson
 import pytest
-from bson import json_util
+from bson import Decimal128, Int64, MaxKey, ObjectId, json_util
+from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.raw_bson import RawBSONDocument
 
-from mongocdc.events.changes import ControlChange, StreamedChange, convert_change
+from mongocdc.events.changes import ControlChange, MalformedChangeError, StreamedChange, convert_change, namespace_of
+from mongocdc.events.codec import raw_id_to_json, value_to_json
 from mongocdc.events.split import FragmentBuffer
 from mongocdc.events.transforms import FieldTransforms
 from tests.unit.events.conftest import load_recorded
@@ -28,6 +31,16 @@ ALL_RECORDED = load_recorded() + _jsonl("transactions.jsonl") + _jsonl("capture_
 
 def raw(change: dict[str, Any]) -> RawBSONDocument:
     return RawBSONDocument(bson.encode(change))
+
+
+AS_THE_SOURCE_READS: CodecOptions[RawBSONDocument] = CodecOptions(
+    document_class=RawBSONDocument, datetime_conversion=DatetimeConversion.DATETIME_MS
+)
+"""``sources/mongo/stream.RAW_CHANGES``: raw, with ``wallTime`` as milliseconds."""
+
+
+def raw_ms(change: dict[str, Any]) -> RawBSONDocument:
+    return bson.decode(bson.encode(change), AS_THE_SOURCE_READS)
 
 
 def _comparable(item: StreamedChange | ControlChange) -> Any:
@@ -48,11 +61,12 @@ def _comparable(item: StreamedChange | ControlChange) -> Any:
     )
 
 
+@pytest.mark.parametrize("as_raw", [raw, raw_ms], ids=["datetime", "milliseconds"])
 @pytest.mark.parametrize("index", range(len(ALL_RECORDED)))
-def test_raw_change_converts_like_the_decoded_one(index: int) -> None:
+def test_raw_change_converts_like_the_decoded_one(index: int, as_raw: Any) -> None:
     change = ALL_RECORDED[index]
     from_dict = convert_change(change, rs="rs0")
-    from_raw = convert_change(raw(change), rs="rs0")
+    from_raw = convert_change(as_raw(change), rs="rs0")
     assert _comparable(from_raw) == _comparable(from_dict)
     if isinstance(from_dict, StreamedChange):
         # the resume token's bytes are the change's _id bytes, not a re-encoding
@@ -86,3 +100,44 @@ def test_raw_split_fragments_reassemble() -> None:
     assert len(whole) == len(decoded) == 2
     for got, want in zip(whole, decoded, strict=True):
         assert _comparable(convert_change(got, rs="rs0")) == _comparable(convert_change(want, rs="rs0"))
+
+
+def test_a_wall_time_read_as_milliseconds_is_the_source_timestamp() -> None:
+    change = next(c for c in ALL_RECORDED if c.get("operationType") == "insert" and "wallTime" in c)
+    change = {**change, "wallTime": dt.datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=dt.UTC)}
+    item = convert_change(raw_ms(change), rs="rs0")
+    assert isinstance(item, StreamedChange)
+    assert item.event.source.wall_time_ms == 1714564800123
+    assert item.event.source.ts_ms == 1714564800123
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        ObjectId("65a1b2c3d4e5f60718293a4b"),
+        "a\u2028b",
+        1004,
+        Int64(2**40),
+        2.5,
+        Decimal128("1.10"),
+        {"a": 1, "b": "x"},
+        MaxKey(),
+    ],
+    ids=["objectid", "string", "int32", "int64", "double", "decimal", "document", "maxkey"],
+)
+def test_the_key_read_from_raw_bytes_is_the_decoded_keys_text(key: Any) -> None:
+    document_key = RawBSONDocument(bson.encode({"_id": key}))
+    assert raw_id_to_json(document_key) == value_to_json(key)
+
+
+def test_a_raw_document_key_without_id_is_a_malformed_change() -> None:
+    change = next(c for c in ALL_RECORDED if c.get("operationType") == "insert")
+    with pytest.raises(MalformedChangeError, match="documentKey has no _id"):
+        convert_change(raw_ms({**change, "documentKey": {"shard": 1}}), rs="rs0")
+
+
+def test_the_namespace_of_raw_and_decoded_changes() -> None:
+    change = {"ns": {"db": "inventory", "coll": "orders"}}
+    assert namespace_of(raw_ms(change)) == namespace_of(change) == ("inventory", "orders")
+    assert namespace_of(raw_ms({"ns": {"db": "inventory"}})) == ("inventory", None)  # a database-wide event
+    assert namespace_of({}) == (None, None)

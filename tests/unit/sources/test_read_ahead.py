@@ -209,3 +209,66 @@ def test_each_chunk_is_stamped_no_later_than_the_server_read_any_of_its_document
     for chunk in chunks:
         assert chunk.read_ns is not None
         assert all(chunk.read_ns <= served[d["_id"]] for d in chunk.documents)
+
+
+class BatchedSource(ScriptedSource):
+    """A scripted source whose first ``in_hand`` items are one batch already read (``buffered``); reading
+    past them waits for ``more`` (a ``getMore`` that has nothing yet)."""
+
+    def __init__(self, script: list[object], in_hand: int) -> None:
+        super().__init__(script)
+        self.in_hand = in_hand
+        self.more = threading.Event()
+        self.reads_when_taken: list[int] = []
+
+    def buffered(self) -> bool:
+        return self.reads < self.in_hand
+
+    def next(self) -> Item:
+        if self.reads >= self.in_hand:
+            assert self.more.wait(10)
+        else:
+            time.sleep(0.002)  # converting an item takes time: a caller handed items one by one gets the first early
+        return super().next()
+
+
+def test_a_batch_in_hand_is_handed_over_as_one_run() -> None:
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    inner = BatchedSource([Item(n) for n in range(1, 11)], in_hand=10)
+    source = ReadAheadSource(inner, limit=2048)
+    source.open(None)
+    first = source.next()
+    assert first.position == 1
+    assert inner.reads >= 10  # the caller got item 1 only once the reader had the whole batch: one wake-up, not ten
+    assert [source.next().position for _ in range(9)] == list(range(2, 11))
+    inner.more.set()
+    source.close()
+
+
+def test_a_run_ends_where_the_next_item_needs_the_server() -> None:
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    inner = BatchedSource([Item(n) for n in range(1, 5)], in_hand=3)
+    source = ReadAheadSource(inner, limit=2048)
+    source.open(None)
+    # Items 1-3 are in hand; the 4th read waits for the server: 1-3 must not wait with it.
+    assert [source.next().position for _ in range(3)] == [1, 2, 3]
+    assert not inner.more.is_set()
+    inner.more.set()
+    assert source.next().position == 4
+    assert source.position == 4
+    source.close()
+
+
+def test_the_readers_error_comes_after_the_items_of_its_run() -> None:
+    from mongocdc.errors import UnreachableError
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    inner = BatchedSource([Item(1), Item(2), UnreachableError("MongoDB unreachable")], in_hand=5)
+    source = ReadAheadSource(inner, limit=2048)
+    source.open(None)
+    assert [source.next().position for _ in range(2)] == [1, 2]
+    with pytest.raises(UnreachableError, match="unreachable"):
+        source.next()
+    source.close()

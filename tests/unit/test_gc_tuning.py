@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mongocdc.replication.gc_tuning import YOUNG_GC_THRESHOLD, fewer_young_collections
+from mongocdc.gc_tuning import YOUNG_GC_THRESHOLD, fewer_young_collections
 
 
 @pytest.fixture
