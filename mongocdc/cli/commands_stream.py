@@ -46,6 +46,7 @@ def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
     settings = state(ctx).settings()
     metrics = Metrics(settings.name)
     stopper = GracefulStop()
+    said = [""]
 
     def on_status(stats: StreamStats) -> None:
         if output is Output.json:
@@ -58,7 +59,10 @@ def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
                 }
             )
         else:
-            log.info(status_line(stats))
+            line = status_line(stats)
+            if line != said[0]:  # a stop's last commits change nothing: say each state once
+                log.info(line)
+                said[0] = line
 
     with (
         stopper.installed(),

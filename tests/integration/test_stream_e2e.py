@@ -138,6 +138,10 @@ def test_stream_stop_resume_delivers_every_change_exactly_once(
     finally:
         code = stream.stop(signal.SIGTERM)
     assert code == 0, stream.stderr
+    marker = "mongocdc.stream: "
+    said = [line.split(marker)[1] for line in stream.stderr.splitlines() if f"{marker}streamed" in line]
+    assert said and said[-1] == "streamed 4 events (c=2 u=1 d=1 r=0), 1 commit"  # the stop's count, said once
+    assert all(a != b for a, b in zip(said, said[1:], strict=False)), said  # an unchanged status is not repeated
     client.close()
 
     records = read_topic(kafka_bootstrap, customers_topic) + read_topic(kafka_bootstrap, orders_topic)
