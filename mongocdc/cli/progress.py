@@ -7,6 +7,7 @@ import time
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+import typer
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -126,4 +127,10 @@ def render_summary(output: Output, report: SnapshotReport) -> None:
         ]
         for ns, c in sorted(report.collections.items())
     ]
+    if output is Output.table and not rows:  # an empty table says less than a sentence
+        if report.completed:
+            typer.echo("snapshot: no collection to copy (none exists yet, or none is included)")
+        else:
+            typer.echo("snapshot: stopped before any collection was read")
+        return
     render.emit(output, data, ["collection", "documents", "seconds", "docs/s", "state"], rows, title="snapshot")

@@ -107,3 +107,14 @@ def test_summary_json(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["completed"] is True and data["documents"] == 1000
     assert data["collections"]["shop.orders"] == {"documents": 1000, "estimated": 1000, "seconds": 2.0, "done": True}
+
+
+def test_a_snapshot_of_no_collection_is_said_in_a_sentence_not_an_empty_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    render_summary(Output.table, SnapshotReport(completed=True))
+    assert capsys.readouterr().out == "snapshot: no collection to copy (none exists yet, or none is included)\n"
+    render_summary(Output.table, SnapshotReport(completed=False))
+    assert capsys.readouterr().out == "snapshot: stopped before any collection was read\n"
+    render_summary(Output.json, SnapshotReport(completed=True))
+    assert json.loads(capsys.readouterr().out)["collections"] == {}
