@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     UNREACHABLE = 4
     RESUME_LOST = 5
     DIFFERENT = 6
+    FENCED = 7
     INTERRUPTED = 130
 
 
@@ -61,6 +62,13 @@ class ResumePositionLostError(MongocdcError):
     """The stored resume position is no longer in the oplog; a re-snapshot is needed."""
 
     exit_code = ExitCode.RESUME_LOST
+
+
+class FencedError(MongocdcError):
+    """Another instance of the same connector holds its offsets (exit 7): this one did not start, or was fenced
+    by a newer one and committed nothing after it (one instance per connector)."""
+
+    exit_code = ExitCode.FENCED
 
 
 class UnsupportedTopologyError(ConfigError):

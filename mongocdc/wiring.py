@@ -95,7 +95,7 @@ def mongo_client(settings: Settings, *, listeners: list[PrimaryWatch] | None = N
     )
 
 
-def offset_store(settings: Settings, *, create: bool = True) -> OffsetStore:
+def offset_store(settings: Settings, *, create: bool = True, owner: bool = False) -> OffsetStore:
     """The store ``offset.storage`` names, ready to use.
 
     ``kafka``: the cluster must answer (retries with the ``connect.*`` backoff) and the topic
@@ -103,11 +103,17 @@ def offset_store(settings: Settings, *, create: bool = True) -> OffsetStore:
     write, so a reader changes nothing), or refused when it is not compacted. ``sqlite``: the file
     is created when absent (with ``create=False``: by the first write). ``store.exists`` says whether
     a store opened with ``create=False`` was there.
+
+    ``owner``: the connector ``settings.name`` runs on the store (``stream``, ``snapshot``), one instance of it
+    at a time. ``sqlite`` takes the connector's lock (``FencedError``, exit 7, when another process holds it);
+    ``kafka`` registers the connector's transactional producer, which fences an older instance.
     """
     if settings.offset_storage == "sqlite":
         from mongocdc.offsets.sqlite import SqliteOffsetStore
 
-        return SqliteOffsetStore(settings.offset_storage_file_filename, create=create)
+        return SqliteOffsetStore(
+            settings.offset_storage_file_filename, create=create, owner=settings.name if owner else None
+        )
     if settings.offset_storage == "kafka":
         from mongocdc.offsets.kafka import KafkaOffsetStore
 
@@ -117,6 +123,7 @@ def offset_store(settings: Settings, *, create: bool = True) -> OffsetStore:
             partitions=settings.offset_storage_partitions,
             replication_factor=settings.offset_storage_replication_factor,
             timeout_s=request_timeout_s(settings),
+            owner=settings.name if owner else None,
         )
         try:
             store.connect(backoff(settings), create_topic=create)
@@ -319,7 +326,7 @@ def connector(
     envelope = codec(settings)
     metrics = metrics or Metrics(settings.name)
     with contextlib.ExitStack() as resources:
-        store = offset_store(settings)
+        store = offset_store(settings, owner=True)  # one instance per connector: before anything is read
         resources.callback(store.close)
         sink = kafka_sink(settings)
         resources.callback(sink.close)

@@ -324,12 +324,37 @@ def _confirm(connector: str, where: str, changes: Sequence[OffsetChange], yes: b
     )
 
 
+def _refuse_running(store: OffsetStore, connector: str) -> None:
+    """``FencedError`` (exit 7) when ``connector`` runs on the (SQLite) store now: it would overwrite the change at
+    its next commit. A Kafka store cannot tell without fencing the running instance: nothing is checked."""
+    from mongocdc.offsets.sqlite import ConnectorLock, SqliteOffsetStore
+
+    if isinstance(store, SqliteOffsetStore):
+        pid = store.running(connector)
+        if pid is not None:
+            raise ConnectorLock(store.path, connector).running(pid, doing="change its offsets")
+
+
 def _apply(store: OffsetStore, connector: str, changes: Sequence[OffsetChange]) -> None:
-    for change in changes:
-        if change.after is None:
-            store.delete(connector, change.partition)
-        else:
-            store.commit(connector, change.partition, change.after)
+    """Write ``changes``; on a SQLite store under the connector's lock, so the connector cannot start meanwhile."""
+    from mongocdc.offsets.sqlite import ConnectorLock, SqliteOffsetStore
+
+    held: ConnectorLock | None = None
+    if isinstance(store, SqliteOffsetStore) and str(store.path) != ":memory:" and store.path.parent.is_dir():
+        held = ConnectorLock(store.path, connector)
+        try:
+            held.acquire(doing="change its offsets")
+        except OSError:  # no lock file can be made there: the store's own write says why, if it fails
+            held = None
+    try:
+        for change in changes:
+            if change.after is None:
+                store.delete(connector, change.partition)
+            else:
+                store.commit(connector, change.partition, change.after)
+    finally:
+        if held is not None:
+            held.release()
 
 
 def _render(output: Output, connector: str, changes: Sequence[OffsetChange], partition: str | None = None) -> None:
@@ -651,6 +676,7 @@ def reset(
             after = SourceOffset(Position(seconds, 0)).to_record()
             changes = [OffsetChange(p, "moved", stored.get(p), after) for p in targets]
         if changes:
+            _refuse_running(store, connector)
             _confirm(connector, _store_location(settings), changes, yes)
             _apply(store, connector, changes)
     finally:
@@ -717,6 +743,7 @@ def set_(
         sec, ord_ = cluster_time if cluster_time is not None else (kept.sec, kept.ord)
         after = SourceOffset(Position(sec, ord_, token)).to_record()
         changes = [OffsetChange(partition, "set", before, after)]
+        _refuse_running(store, connector)
         _confirm(connector, _store_location(settings), changes, yes)
         _apply(store, connector, changes)
     finally:
@@ -811,6 +838,7 @@ def import_(
         changes = [OffsetChange(t, action, stored.get(t), after) for t, _, after, _ in translated]
         _echo_notes(output, [(t, n) for t, _, _, ns in translated for n in ns])
         if not dry_run:
+            _refuse_running(store, settings.name)
             _confirm(settings.name, _store_location(settings), changes, yes)
             _apply(store, settings.name, changes)
     finally:

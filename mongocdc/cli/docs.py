@@ -37,6 +37,10 @@ EXIT_CODES = {
         "resume position lost, or its token refused by the server: re-snapshot needed (the message gives the commands)"
     ),
     ExitCode.DIFFERENT: "`topic compare` found differences between the two connectors' records",
+    ExitCode.FENCED: (
+        "another instance of the same connector is running (it holds the connector's offsets; one instance per "
+        "connector), or a newer one fenced this one (Kafka offset store): stop the other first"
+    ),
     ExitCode.INTERRUPTED: "interrupted by SIGINT (after a graceful stop)",
 }
 

@@ -9,6 +9,9 @@ Every failure of a Kafka client becomes a ``MongocdcError`` here and nowhere els
   owner says otherwise) with what to grant;
 * a record refused as too large → ``OversizedEventError`` (exit 3), not acknowledged in time →
   ``UnreachableDeliveryError`` (exit 4), refused otherwise → ``DeliveryError`` (exit 1);
+* a transactional producer fenced by a newer one of the same ``transactional.id`` (librdkafka's fatal
+  ``_FENCED``, the broker's ``PRODUCER_FENCED``/``INVALID_PRODUCER_EPOCH``) → ``FencedError`` (exit 7): another
+  instance took over, this one must stop and write nothing more;
 * anything else → ``MongocdcError`` (exit 1) with the broker's reason.
 """
 
@@ -23,6 +26,7 @@ from confluent_kafka import KafkaError, KafkaException
 from mongocdc.errors import (
     ConfigError,
     DeliveryError,
+    FencedError,
     MongocdcError,
     OversizedEventError,
     UnreachableDeliveryError,
@@ -73,6 +77,14 @@ INVALID_TOPIC_CODES: Final = frozenset(
     }
 )
 """A topic the cluster will not create as asked."""
+
+
+FENCED_CODES: Final = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+"""A newer producer with the same ``transactional.id`` took over (``init_transactions``): this one is fenced."""
+
+FENCED_HINT: Final = (
+    "another process started with the same transactional.id (the same connector): run one instance per connector"
+)
 
 
 def kafka_error(error: BaseException | KafkaError | None) -> KafkaError | None:
@@ -157,6 +169,10 @@ class Endpoint:
         if err is None:
             return MongocdcError(f"{self.where} failed while {doing}: {error}")
         code = err.code()
+        if code in FENCED_CODES:
+            return FencedError(
+                f"a newer producer fenced this one at {self.where} while {doing}: {describe(err)}", hint=FENCED_HINT
+            )
         if code in UNREACHABLE_CODES:
             return UnreachableError(f"{self.where} is unreachable while {doing}: {err.str()}", hint=self.reach_hint())
         if code == KafkaError._INVALID_ARG:
@@ -181,6 +197,10 @@ class Endpoint:
 
     def fatal(self, err: KafkaError, client: str) -> MongocdcError:
         """A client that cannot go on (librdkafka's fatal error): a producer's is a ``DeliveryError``."""
+        if err.code() in FENCED_CODES:
+            return FencedError(
+                f"a newer producer fenced the Kafka {client} for {self.where}: {describe(err)}", hint=FENCED_HINT
+            )
         kind = DeliveryError if client == "producer" else MongocdcError
         return kind(f"the Kafka {client} for {self.where} failed fatally: {describe(err)}")
 
@@ -196,9 +216,13 @@ class Endpoint:
             )
         return DeliveryError(f"cannot produce {record} to {self.where}: {reason(exc)}{note}")
 
-    def delivery_failed(self, err: KafkaError, record: str, *, note: str, redo: str) -> DeliveryError:
+    def delivery_failed(self, err: KafkaError, record: str, *, note: str, redo: str) -> DeliveryError | FencedError:
         """The delivery report of ``record`` is the error ``err`` (see ``produce_failed`` for the rest)."""
         code = err.code()
+        if code in FENCED_CODES:
+            return FencedError(
+                f"a newer producer fenced this one at {self.where}: {record} was not written{note}", hint=FENCED_HINT
+            )
         if code in TOO_LARGE_CODES:
             return OversizedEventError(
                 f"{self.where} refused {record} as too large: {err.str()}{note}",

@@ -11,6 +11,7 @@ report of a record produced without a callback of its own.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -19,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from mongocdc.errors import UnreachableError
 from mongocdc.kafka.client import KafkaClient
-from mongocdc.kafka.errors import Endpoint, show_key
+from mongocdc.kafka.errors import Endpoint, kafka_error, show_key
 
 DeliveryCallback = Callable[[Any, Any], None]
 """``(error or None, message)``, as confluent-kafka calls a delivery report."""
@@ -153,6 +154,33 @@ class KafkaProducer(KafkaClient):
                 raise UnreachableError(
                     f"{self.endpoint.where} did not acknowledge {left} {what} within {timeout_s:.0f} s", hint=hint
                 )
+
+    # --- transactions (a producer with a ``transactional.id``) -------------------------------------
+
+    def init_transactions(self, timeout_s: float) -> None:
+        """Register the ``transactional.id``: fences every older producer of the same id (their next transactional
+        request fails with ``FencedError``) and aborts a transaction one of them left open."""
+        try:
+            self._client.init_transactions(timeout_s)
+        except KafkaException as exc:
+            raise self.endpoint.failed(exc, "initializing transactions") from exc
+
+    def transaction(self, send: Callable[[], None], timeout_s: float, *, what: str) -> None:
+        """Begin a transaction, ``send`` its records (``produce``), and commit it: every record of it is written,
+        or none (a failed commit is aborted when it can be). A fenced producer raises ``FencedError``."""
+        self.check()
+        try:
+            self._client.begin_transaction()
+            send()
+            self._client.commit_transaction(timeout_s)
+        except KafkaException as exc:
+            err = kafka_error(exc)
+            if err is not None and err.txn_requires_abort():
+                with contextlib.suppress(KafkaException):  # the error that made it abort is the one to report
+                    self._client.abort_transaction(timeout_s)
+            self.check()  # a fatal error kept by the error callback (a fence) says more than the request's
+            raise self.endpoint.failed(exc, f"committing the transaction of {what}") from exc
+        self.check()
 
     def wait(self, timeout_s: float) -> int:
         """Serve delivery reports for up to ``timeout_s``, until none is waiting; how many still wait."""

@@ -11,6 +11,11 @@ Reading replays the topic from the beginning up to the high watermarks taken whe
 the latest record of a key wins, a tombstone removes it. A commit returns once the broker
 acknowledged the record to every in-sync replica (idempotent producer, ``acks=all``), and the high
 watermark includes it then, so the next read sees it.
+
+The store of a running connector (``owner``) fences: its producer is transactional with ``transactional.id``
+``mongocdc-offsets-<connector>``, ``connect`` calls ``init_transactions`` (which fences an older instance of the
+same connector), and each commit is a transaction of its own. A fenced store raises ``FencedError`` (exit 7)
+and writes nothing more. The replay reads committed records only (``isolation.level=read_committed``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from mongocdc.errors import ConfigError, UnreachableError
+from mongocdc.errors import ConfigError, FencedError, UnreachableError
 from mongocdc.kafka.admin import KafkaAdmin
 from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER, NO_AUTO_CREATE
 from mongocdc.kafka.consumer import KafkaConsumer
@@ -46,6 +51,14 @@ PRODUCER_FORCED: dict[str, Any] = {
     **JAVA_PARTITIONER,
     "linger.ms": 0,
 }
+CONSUMER_FORCED: dict[str, Any] = {**NO_AUTO_CREATE, "isolation.level": "read_committed"}
+
+
+def transactional_id(connector: str) -> str:
+    """The ``transactional.id`` of a connector's offset producer: one live producer per connector."""
+    return f"mongocdc-offsets-{connector}"
+
+
 _TOPIC_HINT = "mongocdc creates the topic compacted when it does not exist"
 
 
@@ -100,7 +113,9 @@ class KafkaOffsetStore:
     The Kafka clients are created on first use. :meth:`connect` checks the cluster answers (retrying
     with a ``Backoff``), then creates the topic compacted when it is absent, or checks an existing
     one is compacted; every operation does the same once (without retries) when ``connect`` was not
-    called. ``settings`` is the librdkafka configuration (``Settings.kafka_client``).
+    called. ``settings`` is the librdkafka configuration (``Settings.kafka_client``). ``owner`` is the connector
+    that runs on this store (``stream``, ``snapshot``): its writes are transactional and fence an older instance
+    (the module docstring).
     """
 
     def __init__(
@@ -112,8 +127,11 @@ class KafkaOffsetStore:
         replication_factor: int = -1,
         timeout_s: float = 30.0,
         commit_timeout_s: float = 60.0,
+        owner: str | None = None,
     ) -> None:
         self._settings = dict(settings)
+        self.owner = owner
+        self._fenced: FencedError | None = None
         self.topic = topic
         self.partitions = partitions
         self.replication_factor = replication_factor
@@ -155,7 +173,9 @@ class KafkaOffsetStore:
                 self._settings,
                 self._endpoint,
                 defaults={"message.timeout.ms": int(self.commit_timeout_s * 1000)},
-                forced=PRODUCER_FORCED,
+                forced=PRODUCER_FORCED
+                if self.owner is None
+                else {**PRODUCER_FORCED, "transactional.id": transactional_id(self.owner)},
                 purpose=f"offset store {self.topic}",
                 room_timeout_s=self.commit_timeout_s,
                 note="; the previous offset is still the stored one",
@@ -167,7 +187,7 @@ class KafkaOffsetStore:
             self._consumer = KafkaConsumer(
                 self._settings,
                 self._endpoint,
-                forced=NO_AUTO_CREATE,
+                forced=CONSUMER_FORCED,
                 purpose="offsets",
                 timeout_s=self.timeout_s,
             )
@@ -194,7 +214,38 @@ class KafkaOffsetStore:
                 self._create_topic()
             self._check_compacted()
             self._topic_exists = True
+            if self.owner is not None:
+                self._fence_others()
             self._ready = True
+
+    def _fence_others(self) -> None:
+        """Register the owner's ``transactional.id``: an older instance of the connector is fenced by it."""
+        assert self.owner is not None
+        try:
+            self._settled(
+                "registering the transactional producer of",
+                lambda: self._producer_client().init_transactions(self.commit_timeout_s),
+            )
+        except FencedError as exc:
+            raise self._fence(exc) from exc
+        log.info(
+            "connector %r holds its offsets in %s (transactional.id %s; an older instance of it is fenced)",
+            self.owner,
+            self.topic,
+            transactional_id(self.owner),
+        )
+
+    def _fence(self, exc: FencedError) -> FencedError:
+        """The connector's ``FencedError``, kept: nothing is written after it."""
+        if self._fenced is None:
+            self._fenced = FencedError(
+                f"connector {self.owner!r} was fenced: another instance of it started and took over its offsets in "
+                f"{self.topic} at {self._endpoint.where} (transactional.id {transactional_id(self.owner or '')}); "
+                f"this one stops and commits nothing more ({exc.message})",
+                hint="run one instance per connector: stop the other one before starting this one again, or give "
+                "one of them another name",
+            )
+        return self._fenced
 
     @property
     def exists(self) -> bool:
@@ -298,6 +349,8 @@ class KafkaOffsetStore:
 
     def _produce(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Produce ``(key, value)`` records and return once every one is acknowledged (``acks=all``)."""
+        if self._fenced is not None:
+            raise self._fenced
         self._ensure_ready()
         if not self._topic_exists:
             self._create_topic()
@@ -309,8 +362,17 @@ class KafkaOffsetStore:
             if err is not None:
                 producer.delivery_failed(err, msg)
 
-        for key, value in records:
-            producer.produce(self.topic, value, key, on_delivery=delivered)
+        def send() -> None:
+            for key, value in records:
+                producer.produce(self.topic, value, key, on_delivery=delivered)
+
+        if self.owner is not None:
+            try:
+                producer.transaction(send, self.commit_timeout_s, what=f"offset records in {self.topic}")
+            except FencedError as exc:
+                raise self._fence(exc) from exc
+            return
+        send()
         producer.flush(
             self.commit_timeout_s + 5,
             what=f"offset record(s) written to {self.topic}",
