@@ -14,9 +14,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-from mongocdc.errors import ConfigError, ExitCode
+from mongocdc.errors import ConfigError, ExitCode, FencedError
 from mongocdc.offsets.base import OffsetStore
-from mongocdc.offsets.kafka import KafkaOffsetStore, record_key, record_value
+from mongocdc.offsets.kafka import KafkaOffsetStore, record_key, record_value, transactional_id
 from mongocdc.offsets.sqlite import SqliteOffsetStore
 from mongocdc.retry import Backoff
 from tests.integration.helpers import read_topic, wait_until
@@ -443,3 +443,50 @@ def test_watermarks_of_a_leaderless_partition_are_unreachable_not_a_bug(two_brok
         second.start()
     assert caught.value.exit_code == ExitCode.UNREACHABLE
     assert f"{topic}[0] has no leader that answers after 1 s" in caught.value.message
+
+
+def test_a_second_owner_fences_the_first_which_commits_nothing_after(
+    kafka_store: Callable[..., KafkaOffsetStore], topic: str
+) -> None:
+    first = kafka_store(topic, owner="fenced-connector")
+    first.connect()
+    first.commit("fenced-connector", "rs0", {"n": 1})
+    second = kafka_store(topic, owner="fenced-connector")
+    second.connect()  # init_transactions: the first one is fenced now
+    with pytest.raises(FencedError) as fenced:
+        first.commit("fenced-connector", "rs0", {"n": 2})
+    assert fenced.value.exit_code == ExitCode.FENCED
+    assert "connector 'fenced-connector' was fenced" in fenced.value.message
+    assert "mongocdc-offsets-fenced-connector" in fenced.value.message
+    with pytest.raises(FencedError):  # and stays fenced: nothing is written after
+        first.delete("fenced-connector")
+    reader = kafka_store(topic)
+    assert [dict(r.offset) for r in reader.records("fenced-connector")] == [{"n": 1}]
+    second.commit("fenced-connector", "rs0", {"n": 3})
+    assert second.load("fenced-connector", "rs0") == {"n": 3}
+    assert [dict(r.offset) for r in kafka_store(topic).records("fenced-connector")] == [{"n": 3}]
+    # another connector on the same topic is not fenced by it
+    other = kafka_store(topic, owner="other-connector")
+    other.connect()
+    other.commit("other-connector", "rs0", {"n": 4})
+    second.commit("fenced-connector", "rs0", {"n": 5})
+    assert {r.connector: dict(r.offset) for r in kafka_store(topic).records()} == {
+        "fenced-connector": {"n": 5},
+        "other-connector": {"n": 4},
+    }
+
+
+def test_an_open_transaction_of_a_dead_instance_is_not_read_and_is_aborted_by_the_next(
+    kafka_store: Callable[..., KafkaOffsetStore], topic: str, kafka_bootstrap: str
+) -> None:
+    kafka_store(topic).connect()  # creates the topic
+    dead = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": transactional_id("crashed")})
+    dead.init_transactions(20)
+    dead.begin_transaction()
+    dead.produce(topic, record_value({"n": 1}, datetime.now(UTC)), record_key("crashed", "rs0"))
+    dead.flush(20)  # written, never committed: the process died in its transaction
+    restarted = kafka_store(topic, owner="crashed")
+    restarted.connect()  # aborts the open transaction (read_committed readers skip it)
+    assert restarted.load("crashed", "rs0") is None
+    restarted.commit("crashed", "rs0", {"n": 2})
+    assert kafka_store(topic).load("crashed", "rs0") == {"n": 2}
