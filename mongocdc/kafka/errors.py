@@ -171,7 +171,9 @@ class Endpoint:
         code = err.code()
         if code in FENCED_CODES:
             return FencedError(
-                f"a newer producer fenced this one at {self.where} while {doing}: {describe(err)}", hint=FENCED_HINT
+                f"{self.where} fenced this producer while {doing} (a newer one has its transactional.id): "
+                f"{describe(err)}",
+                hint=FENCED_HINT,
             )
         if code in UNREACHABLE_CODES:
             return UnreachableError(f"{self.where} is unreachable while {doing}: {err.str()}", hint=self.reach_hint())
@@ -199,7 +201,8 @@ class Endpoint:
         """A client that cannot go on (librdkafka's fatal error): a producer's is a ``DeliveryError``."""
         if err.code() in FENCED_CODES:
             return FencedError(
-                f"a newer producer fenced the Kafka {client} for {self.where}: {describe(err)}", hint=FENCED_HINT
+                f"{self.where} fenced this Kafka {client} (a newer one has its transactional.id): {describe(err)}",
+                hint=FENCED_HINT,
             )
         kind = DeliveryError if client == "producer" else MongocdcError
         return kind(f"the Kafka {client} for {self.where} failed fatally: {describe(err)}")
@@ -221,7 +224,9 @@ class Endpoint:
         code = err.code()
         if code in FENCED_CODES:
             return FencedError(
-                f"a newer producer fenced this one at {self.where}: {record} was not written{note}", hint=FENCED_HINT
+                f"{self.where} fenced this producer (a newer one has its transactional.id): {record} was not "
+                f"written{note}",
+                hint=FENCED_HINT,
             )
         if code in TOO_LARGE_CODES:
             return OversizedEventError(

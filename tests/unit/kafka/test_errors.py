@@ -9,6 +9,7 @@ from mongocdc.errors import (
     ConfigError,
     DeliveryError,
     ExitCode,
+    FencedError,
     MongocdcError,
     OversizedEventError,
     UnreachableDeliveryError,
@@ -37,6 +38,9 @@ def error(code: int, text: str = "reason") -> KafkaException:
         (KafkaError.GROUP_AUTHORIZATION_FAILED, ConfigError, ExitCode.CONFIG),
         (KafkaError.SASL_AUTHENTICATION_FAILED, ConfigError, ExitCode.CONFIG),
         (KafkaError.UNKNOWN_MEMBER_ID, MongocdcError, ExitCode.UNEXPECTED),
+        (KafkaError._FENCED, FencedError, ExitCode.FENCED),
+        (KafkaError.PRODUCER_FENCED, FencedError, ExitCode.FENCED),
+        (KafkaError.INVALID_PRODUCER_EPOCH, FencedError, ExitCode.FENCED),
     ],
 )
 def test_a_failed_request_maps_onto_the_error_tree(code: int, kind: type[MongocdcError], exit_code: int) -> None:
@@ -124,3 +128,21 @@ def test_partitions_refused_in_one_request_are_all_named_with_the_first_ones_kin
     assert isinstance(failure, ConfigError)
     assert "orders[1]: GROUP_AUTHORIZATION_FAILED: no" in failure.message
     assert "orders[3]: UNKNOWN_TOPIC_OR_PART: no" in failure.message
+
+
+@pytest.mark.parametrize("code", [KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH])
+def test_a_fenced_producer_is_a_fenced_error_whichever_way_it_is_reported(code: int) -> None:
+    fatal = KafkaError(code, "fenced by a newer producer", fatal=True)
+    for mapped in (
+        KAFKA.failed(KafkaException(fatal), "committing the transaction"),
+        KAFKA.fatal(fatal, "producer"),  # the error callback's fatal error
+        KAFKA.delivery_failed(fatal, "the offset record", note="", redo=""),
+    ):
+        assert type(mapped) is FencedError and mapped.exit_code == ExitCode.FENCED == 7
+        assert "fenced" in mapped.message and "b1:9092" in mapped.message
+        assert mapped.hint is not None and "one instance per connector" in mapped.hint
+
+
+def test_another_fatal_producer_error_is_still_a_delivery_error() -> None:
+    mapped = KAFKA.fatal(KafkaError(KafkaError._GAPLESS_GUARANTEE, "gap", fatal=True), "producer")
+    assert type(mapped) is DeliveryError and mapped.exit_code == ExitCode.UNEXPECTED

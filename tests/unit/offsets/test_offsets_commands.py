@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -373,3 +374,24 @@ def test_reading_or_deleting_offsets_never_creates_a_store(tmp_path: Path, capsy
         assert "hint: check offset.storage.file.filename (or --offsets sqlite:PATH)" in err
         assert "relative to the file's directory" in err
     assert not missing.parent.exists()
+
+
+def test_the_offsets_of_a_running_connector_are_not_changed_exit_7(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = stored(db)
+    running = SqliteOffsetStore(db, owner="app")  # as `mongocdc stream` holds it
+    try:
+        assert offsets_cli(db, "reset", "--yes") == ExitCode.FENCED
+        assert offsets_cli(db, "set", "--resume-token", TOKEN, "-p", "rs0", "--yes") == ExitCode.FENCED
+        assert offsets_cli(db, "reset", "--to-timestamp", "1700000000", "--yes") == ExitCode.FENCED
+        err = capsys.readouterr().err
+        assert f"error: connector 'app' is already running: process {os.getpid()} holds its offsets in {db}" in err
+        assert "this one cannot change its offsets" in err
+        assert stored(db) == before
+        assert offsets_cli(db, "show") == ExitCode.OK  # reading takes no lock
+        # another connector of the same store is not running
+        assert run(["offsets", "reset", "--offsets", f"sqlite:{db}", "--name", "other", "--yes"]) == ExitCode.OK
+    finally:
+        running.close()
+    assert offsets_cli(db, "reset", "--yes") == ExitCode.OK  # stopped: it can be changed
