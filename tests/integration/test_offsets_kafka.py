@@ -488,5 +488,13 @@ def test_an_open_transaction_of_a_dead_instance_is_not_read_and_is_aborted_by_th
     restarted = kafka_store(topic, owner="crashed")
     restarted.connect()  # aborts the open transaction (read_committed readers skip it)
     assert restarted.load("crashed", "rs0") is None
+    # read committed whatever the client settings say (librdkafka's default; read_uncommitted shows the record)
+    told_otherwise = KafkaOffsetStore(
+        {"bootstrap.servers": kafka_bootstrap, "isolation.level": "read_uncommitted"}, topic, timeout_s=20
+    )
+    try:
+        assert told_otherwise.load("crashed", "rs0") is None
+    finally:
+        told_otherwise.close()
     restarted.commit("crashed", "rs0", {"n": 2})
     assert kafka_store(topic).load("crashed", "rs0") == {"n": 2}
