@@ -62,6 +62,7 @@ REFUSED_CODES: Final = frozenset(
         KafkaError.CLUSTER_AUTHORIZATION_FAILED,
         KafkaError.GROUP_AUTHORIZATION_FAILED,
         KafkaError.SASL_AUTHENTICATION_FAILED,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     }
 )
 """The principal may not do what was asked."""

@@ -141,7 +141,9 @@ class KafkaOffsetStore:
             settings,
             servers="kafka.bootstrap.servers (or --bootstrap-servers)",
             access_hint=f"grant the mongocdc principal read, write, create and describe-configs on topic {topic} "
-            "(offset.storage.topic), or check the kafka.sasl.* settings",
+            "(offset.storage.topic)"
+            + (f", and write and describe on transactional id {transactional_id(owner)}" if owner else "")
+            + ", or check the kafka.sasl.* settings",
         )
         self._admin: KafkaAdmin | None = None
         self._producer: KafkaProducer | None = None

@@ -62,6 +62,10 @@ def test_sqlite_a_second_instance_of_a_connector_exits_7_at_once_and_the_first_k
         assert "hint: run one instance per connector" in second.stderr
         assert "change stream" not in second.stderr and "snapshot" not in second.stderr  # it read nothing
 
+        snapshot = run_cli("--config", str(config), "snapshot", timeout=60)  # a snapshot of it as well
+        assert snapshot.returncode == ExitCode.FENCED, snapshot.stderr
+        assert f"error: connector 'it-{prefix}' is already running" in snapshot.stderr
+
         # the store's commands that change offsets refuse too; reading them is fine
         reset = run_cli("--config", str(config), "offsets", "reset", "--yes")
         assert reset.returncode == ExitCode.FENCED, reset.stderr

@@ -37,6 +37,7 @@ def error(code: int, text: str = "reason") -> KafkaException:
         (KafkaError.TOPIC_AUTHORIZATION_FAILED, ConfigError, ExitCode.CONFIG),
         (KafkaError.GROUP_AUTHORIZATION_FAILED, ConfigError, ExitCode.CONFIG),
         (KafkaError.SASL_AUTHENTICATION_FAILED, ConfigError, ExitCode.CONFIG),
+        (KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ConfigError, ExitCode.CONFIG),
         (KafkaError.UNKNOWN_MEMBER_ID, MongocdcError, ExitCode.UNEXPECTED),
         (KafkaError._FENCED, FencedError, ExitCode.FENCED),
         (KafkaError.PRODUCER_FENCED, FencedError, ExitCode.FENCED),
