@@ -168,10 +168,28 @@ class KafkaProducer(KafkaClient):
     def transaction(self, send: Callable[[], None], timeout_s: float, *, what: str) -> None:
         """Begin a transaction, ``send`` its records (``produce``), and commit it: every record of it is written,
         or none (a failed commit is aborted when it can be). A fenced producer raises ``FencedError``."""
+        self.begin_transaction()
+        try:
+            send()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.abort_transaction(timeout_s)
+            raise
+        self.commit_transaction(timeout_s, what=what)
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: the records produced from now on are committed or aborted together."""
         self.check()
         try:
             self._client.begin_transaction()
-            send()
+        except KafkaException as exc:
+            self.check()
+            raise self.endpoint.failed(exc, "beginning a transaction") from exc
+
+    def commit_transaction(self, timeout_s: float, *, what: str) -> None:
+        """Commit the open transaction (its records are flushed first): all of ``what`` becomes visible to
+        ``read_committed`` consumers, or none (a commit that fails is aborted when it can be, then raised)."""
+        try:
             self._client.commit_transaction(timeout_s)
         except KafkaException as exc:
             err = kafka_error(exc)
@@ -181,6 +199,13 @@ class KafkaProducer(KafkaClient):
             self.check()  # a fatal error kept by the error callback (a fence) says more than the request's
             raise self.endpoint.failed(exc, f"committing the transaction of {what}") from exc
         self.check()
+
+    def abort_transaction(self, timeout_s: float) -> None:
+        """Abort the open transaction: none of its records will be read by a ``read_committed`` consumer."""
+        try:
+            self._client.abort_transaction(timeout_s)
+        except KafkaException as exc:
+            raise self.endpoint.failed(exc, "aborting a transaction") from exc
 
     def wait(self, timeout_s: float) -> int:
         """Serve delivery reports for up to ``timeout_s``, until none is waiting; how many still wait."""

@@ -72,6 +72,11 @@ class _Handoff:
             self._ready.notify()
         return True
 
+    @property
+    def empty(self) -> bool:
+        """No run is waiting (read without the lock: a hint that may be a moment old)."""
+        return not self._runs
+
     def get(self) -> list[Any]:
         """The next run; raises the reader's error once the runs before it were taken."""
         with self._ready:
@@ -186,6 +191,11 @@ class ReadAheadSource(Generic[S]):
         item = taken.popleft()
         self._position = item.position
         return item
+
+    def caught_up(self) -> bool:
+        """Whether every item the reader has read so far was returned by :meth:`next` (what a transaction that ends
+        at ``transaction.boundary=poll`` waits for)."""
+        return not self._taken and (self._handoff is None or self._handoff.empty)
 
     @property
     def position(self) -> Position | None:
