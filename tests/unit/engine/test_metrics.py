@@ -508,7 +508,8 @@ def test_transactions_are_counted_per_partition_with_their_size_and_commit_time(
         "last_commit_milliseconds": 30.0,
     }
     families = parse_exposition(metrics.to_prometheus())
-    assert families["mongocdc_transactions_committed_total"].samples == {(("connector", "inventory"), ("partition", "rs0")): 2.0}
-    assert families["mongocdc_transactions_aborted_total"].samples == {(("connector", "inventory"), ("partition", "rs0")): 1.0}
-    assert families["mongocdc_transaction_records_total"].samples == {(("connector", "inventory"), ("partition", "rs0")): 400.0}
-    assert families["mongocdc_transaction_last_commit_milliseconds"].samples == {(("connector", "inventory"), ("partition", "rs0")): 30.0}
+    rs0 = (("connector", "inventory"), ("partition", "rs0"))
+    assert families["mongocdc_transactions_committed_total"].samples == {rs0: 2.0}
+    assert families["mongocdc_transactions_aborted_total"].samples == {rs0: 1.0}
+    assert families["mongocdc_transaction_records_total"].samples == {rs0: 400.0}
+    assert families["mongocdc_transaction_last_commit_milliseconds"].samples == {rs0: 30.0}
