@@ -160,6 +160,7 @@ class StreamingTask:
         self._committed_records = 0
         """Records issued when the last transaction was committed."""
         self._transaction_began = clock()
+        self._next_status = clock()
 
     def _restore(self) -> Position | None:
         """Load the stored offset: the position to resume after, plus the transaction and snapshot state it carries."""
@@ -420,6 +421,10 @@ class StreamingTask:
             self.metrics.record_commit(self.options.partition)
             log.debug("committed sec=%d ord=%d", position.sec, position.ord)
         if self._on_status is not None:
+            if self._transactional is not None:  # a transaction may end every change: report at the flush interval
+                if self._clock() < self._next_status:
+                    return
+                self._next_status = self._clock() + self.options.flush_interval_s
             self._on_status(self.stats)
 
     def _commit_what_was_acknowledged_before_failing(self) -> None:

@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any, Final
 
 from mongocdc.config.topic_creation import TopicCreation
-from mongocdc.errors import ConfigError, UnreachableError
+from mongocdc.errors import ConfigError, FencedError, UnreachableError
 from mongocdc.kafka.admin import KafkaAdmin
 from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER
 from mongocdc.kafka.errors import Endpoint
@@ -223,9 +223,21 @@ class KafkaSink:
         """Open a transaction unless one is open; count the record about to be produced in it."""
         with self._transaction_lock:
             if not self._in_transaction:
-                self._client().begin_transaction()
+                try:
+                    self._client().begin_transaction()
+                except FencedError as exc:
+                    raise self._fenced(exc) from exc
                 self._in_transaction = True
             self.transaction_records += 1
+
+    def _fenced(self, exc: FencedError) -> FencedError:
+        return FencedError(
+            f"the task's producer (transactional.id {self.transactional_id}) was fenced: another instance of the "
+            f"connector took the task over; this one stops, and what it produced since its last commit is aborted "
+            f"({exc.message})",
+            hint="run one instance per connector: stop the other one before starting this one again, or give one of "
+            "them another name",
+        )
 
     def commit_transaction(self, records: Iterable[tuple[str, bytes, bytes | None]] = ()) -> int:
         """Produce ``records`` (``(topic, key, value)``: the offset record) in the open transaction and commit it
@@ -242,7 +254,10 @@ class KafkaSink:
             held = self.transaction_records
             self._in_transaction = False
             self.transaction_records = 0
-        producer.commit_transaction(self._transaction_timeout_s, what=f"{held} records")
+        try:
+            producer.commit_transaction(self._transaction_timeout_s, what=f"{held} records")
+        except FencedError as exc:
+            raise self._fenced(exc) from exc
         return held
 
     def abort_transaction(self) -> None:
