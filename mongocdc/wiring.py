@@ -182,7 +182,12 @@ def transaction_boundary(settings: Settings) -> TransactionBoundary:
     from mongocdc.engine.exactly_once import TransactionBoundary
 
     interval_ms = settings.transaction_boundary_interval_ms or settings.offset_flush_interval_ms
-    return TransactionBoundary(settings.transaction_boundary, settings.max_batch_size, interval_ms / 1000)
+    return TransactionBoundary(
+        settings.transaction_boundary,
+        settings.max_batch_size,
+        interval_ms / 1000,
+        settings.transaction_boundary_linger_ms / 1000,
+    )
 
 
 def exactly_once_task(

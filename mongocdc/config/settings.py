@@ -572,6 +572,15 @@ class Settings:
         "With exactly-once delivery, where a transaction ends: `poll`, once the connector has handed Kafka every "
         "change read so far, or `max.batch.size` records; `interval`, every `transaction.boundary.interval.ms`.",
     )
+    transaction_boundary_linger_ms: int = setting(
+        "transaction.boundary.linger.ms",
+        _NON_NEGATIVE,
+        20,
+        "With `transaction.boundary: poll`, how long a task that has handed Kafka every change it read waits for "
+        "more before it commits (mongocdc's own, like the producer's `linger.ms`): a backlog is then committed in "
+        "transactions of about `max.batch.size` records instead of the few hundred the reader hands over at once "
+        "(`bench/README.md`, Exactly once); 0 commits at once.",
+    )
     transaction_boundary_interval_ms: int | None = setting(
         "transaction.boundary.interval.ms",
         _POSITIVE,

@@ -8,6 +8,7 @@ where that offset covers every record produced, and aborts instead of committing
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeGuard
 
@@ -39,11 +40,15 @@ class TransactionBoundary:
     mode: Literal["poll", "interval"] = "poll"
     max_records: int = 2048
     interval_s: float = 60.0
+    linger_s: float = 0.0
+    """``poll``: how long the task waits for more changes once it has handed Kafka all it read, before it commits
+    (the reader converts its next run meanwhile: without a wait, a backlog is committed in runs of a few hundred)."""
 
-    def due(self, records: int, caught_up: bool, now: float, began: float) -> bool:
-        """Whether a transaction of ``records`` records, begun at ``began``, ends now."""
+    def due(self, records: int, caught_up: Callable[[], bool], now: float, began: float) -> bool:
+        """Whether a transaction of ``records`` records, begun at ``began``, ends now (``caught_up`` is asked last:
+        it may wait ``linger_s``)."""
         if records <= 0:
             return False
         if self.mode == "interval":
             return now - began >= self.interval_s
-        return caught_up or records >= self.max_records
+        return records >= self.max_records or caught_up()

@@ -52,6 +52,10 @@ class Scanner(Protocol):
     def chunks(self, start: ScanPosition | None = None) -> Iterator[Chunk]: ...
 
 
+def _never() -> bool:
+    return False
+
+
 SCANNING_OTHER_ID_TYPES = "checking the remaining _id types"
 """A collection's phase once a scan is past the last ``_id`` of a type: the next type brackets are queried."""
 SCANNED = "scan done"
@@ -385,7 +389,7 @@ class SnapshotRunner:
             if self._transactional is not None:
                 boundary = self.options.transaction_boundary
                 if self._clock() >= next_commit or boundary.due(
-                    self._transaction_records, False, self._clock(), self._transaction_began
+                    self._transaction_records, _never, self._clock(), self._transaction_began
                 ):
                     self._commit_transaction()
                     next_commit = self._clock() + self.options.flush_interval_s

@@ -29,7 +29,7 @@ from mongocdc.sources.base import ChangeSource, Idle
 log = logging.getLogger("mongocdc.engine")
 
 
-def _always() -> bool:
+def _always(linger_s: float = 0.0) -> bool:
     return True
 
 
@@ -249,7 +249,12 @@ class StreamingTask:
             next_heartbeat = self._clock() + heartbeat_every
             next_observe = self._clock()
             snapshotter = self.snapshotter
-            caught_up: Callable[[], bool] = getattr(self.source, "caught_up", _always)
+            linger_s = self.options.transaction_boundary.linger_s
+            source_caught_up: Callable[[float], bool] = getattr(self.source, "caught_up", _always)
+
+            def caught_up() -> bool:
+                return source_caught_up(linger_s)
+
             while not self.stop.is_set():
                 item = self.source.next()
                 match item:
@@ -287,7 +292,7 @@ class StreamingTask:
                     self._transactional is not None
                     and self.options.transaction_boundary.due(
                         self._tracker.issued - self._committed_records,
-                        caught_up(),
+                        caught_up,
                         self._clock(),
                         self._transaction_began,
                     )

@@ -161,7 +161,7 @@ def test_exactly_once_needs_the_offsets_in_kafka(caplog: Any) -> None:
 
 def test_transaction_boundary_defaults_to_poll_of_max_batch_size_and_the_flush_interval() -> None:
     boundary = wiring.transaction_boundary(settings(**{"max.batch.size": 500, "offset.flush.interval.ms": 7000}))
-    assert (boundary.mode, boundary.max_records, boundary.interval_s) == ("poll", 500, 7.0)
+    assert (boundary.mode, boundary.max_records, boundary.interval_s, boundary.linger_s) == ("poll", 500, 7.0, 0.02)
     interval = wiring.transaction_boundary(
         settings(**{"transaction.boundary": "interval", "transaction.boundary.interval.ms": 250})
     )

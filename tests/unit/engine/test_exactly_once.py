@@ -162,7 +162,7 @@ def test_poll_boundary_commits_when_the_reader_has_nothing_more_in_hand() -> Non
     stop = threading.Event()
     source = ScriptedSource(history, stop)
     in_hand = iter([False, False, True, False, True, True])
-    source.caught_up = lambda: next(in_hand, True)  # type: ignore[attr-defined]
+    source.caught_up = lambda linger_s=0.0: next(in_hand, True)  # type: ignore[attr-defined]
     stream(log, source, stop, TransactionBoundary("poll", max_records=100))
     # transactions end after changes 3 and 5 (caught up), then after 6; the last is the stop's offset-only commit
     assert log.transactions[:3] == [4, 3, 2]
