@@ -18,9 +18,9 @@ from typing import Any, ClassVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from mongocdc.errors import UnreachableError
+from mongocdc.errors import MongocdcError, UnreachableError
 from mongocdc.kafka.client import KafkaClient
-from mongocdc.kafka.errors import Endpoint, kafka_error, show_key
+from mongocdc.kafka.errors import Endpoint, code_of, kafka_error, show_key
 
 DeliveryCallback = Callable[[Any, Any], None]
 """``(error or None, message)``, as confluent-kafka calls a delivery report."""
@@ -118,6 +118,14 @@ class KafkaProducer(KafkaClient):
     def _produce_failed(
         self, exc: KafkaException, topic: str, value: bytes | None, key: bytes | None, partition: int
     ) -> Exception:
+        if code_of(exc) == KafkaError._FATAL:
+            # The producer failed fatally (a fenced transactional producer): its error callback, served now, says why.
+            with contextlib.suppress(KafkaException):
+                self._client.poll(0)
+            try:
+                self.check()
+            except MongocdcError as kept:
+                return kept
         record = f"the record for key {show_key(key)} in {topic}" + (f"[{partition}]" if partition >= 0 else "")
         return self.endpoint.produce_failed(exc, record, len(value or b""), note=self.note, redo=self.redo)
 

@@ -190,6 +190,7 @@ def check_topics(bootstrap: str, client: MongoClient[dict[str, Any]], db: str, p
     return records
 
 
+@pytest.mark.timeout(1200)  # 100 restarts of the connector: about 4 minutes on 2 idle cores
 def test_kill_9_at_random_points_then_a_read_committed_consumer_sees_every_change_exactly_once(
     tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
 ) -> None:

@@ -126,14 +126,17 @@ class KafkaSink:
             self._ensure_topic(topic)
         if self.transactional_id is not None:
             self._begin()
-        producer.produce(
-            topic,
-            value,
-            key,
-            -1 if partition is None else partition,
-            headers=headers,
-            on_delivery=partial(self._delivered, producer, on_ack),  # no closure per record: a report is one call
-        )
+        try:
+            producer.produce(
+                topic,
+                value,
+                key,
+                -1 if partition is None else partition,
+                headers=headers,
+                on_delivery=partial(self._delivered, producer, on_ack),  # no closure per record: a report is one call
+            )
+        except FencedError as exc:
+            raise self._fenced(exc) from exc
         self.produced += 1
         producer.poll(0)  # a failure it serves is raised by the next call
 
@@ -245,9 +248,12 @@ class KafkaSink:
         sure no other thread produces meanwhile."""
         assert self.transactional_id is not None, "a transactional sink only"
         producer = self._client()
-        for topic, key, value in records:
-            self._begin()
-            producer.produce(topic, value, key)
+        try:
+            for topic, key, value in records:
+                self._begin()
+                producer.produce(topic, value, key)
+        except FencedError as exc:
+            raise self._fenced(exc) from exc
         with self._transaction_lock:
             if not self._in_transaction:
                 return 0
