@@ -12,12 +12,15 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -299,13 +302,41 @@ def _run_submit(plan: LaunchPlan, conf: Mapping[str, str]) -> dict[str, Any]:
     log.info("running %s", printable(command))
     env = dict(os.environ)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
-    result = subprocess.run(command, env=env, check=False, stdin=subprocess.DEVNULL)
+    # spark-submit's JVM ignores SIGTERM as an in-process one does (its Python driver, the job, stops after
+    # its batch), and this process waits for it to end instead of leaving it behind
+    with _waiting_through_stops():
+        result = subprocess.run(
+            command, env=env, check=False, stdin=subprocess.DEVNULL, preexec_fn=_ignore_sigterm  # noqa: PLW1509
+        )
     if result.returncode != 0:
         raise SparkJobError(
             f"spark-submit exited with {result.returncode}",
             hint="its output above says why; mongocdc spark status --checkpoint shows where the job stood",
         )
     return {"status": "stopped", "submitted": True, "master": plan.master}
+
+
+def _ignore_sigterm() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@contextmanager
+def _waiting_through_stops() -> Iterator[None]:
+    """SIGTERM and SIGINT to this process while it waits for spark-submit: said, and waited through (the
+    process group's signal reaches the job itself, which stops after its batch)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        log.info("received %s: waiting for the Spark job to stop after its batch", signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def start_session(plan: LaunchPlan, conf: Mapping[str, str]) -> Any:
@@ -322,7 +353,8 @@ def start_session(plan: LaunchPlan, conf: Mapping[str, str]) -> Any:
     log.info("starting Spark on %s in this process", plan.master)
     started = time.monotonic()
     try:
-        spark = builder.getOrCreate()
+        with jvm_ignoring_sigterm():
+            spark = builder.getOrCreate()
     except PySparkRuntimeError as error:
         raise SparkJobError(
             f"Spark did not start: {error}",
@@ -337,6 +369,46 @@ def start_session(plan: LaunchPlan, conf: Mapping[str, str]) -> Any:
         f"its UI is at {ui}" if ui else "no Spark UI (--ui starts it)",
     )
     return spark
+
+
+@contextmanager
+def jvm_ignoring_sigterm() -> Iterator[None]:
+    """Spark's driver JVM, started inside, ignores SIGTERM; this Python process handles it (``job.run``).
+
+    A service manager stops a job by signalling every process of it: systemd's ``KillMode=control-group``
+    (its default) the whole cgroup, ``kill -TERM -PGID``, ``timeout`` and ``tini -g`` the process group.
+    The JVM's own SIGTERM handler runs its shutdown hooks, which stop the SparkContext under the running
+    batch, so the batch failed and the job ended as a crash. A JVM started with SIGTERM ignored keeps it
+    ignored (HotSpot installs no handler for a shutdown signal that is ignored at its start, as ``nohup``
+    relies on for SIGHUP) from its first instruction: the Python side stops the query after its current
+    batch and then stops the JVM itself. pyspark starts the JVM with a ``preexec_fn`` of its own (which
+    ignores SIGINT), so its ``Popen`` gets one that also ignores SIGTERM while the session starts. The JVM
+    still ends with this process: it exits when its standard input (a pipe from this process) closes."""
+    try:
+        from pyspark import java_gateway
+    except ImportError:
+        yield
+        return
+    original = getattr(java_gateway, "Popen", None)
+    if original is None:  # a pyspark that starts its JVM differently: SIGTERM then reaches it as before
+        yield
+        return
+
+    def popen(command: Any, **kwargs: Any) -> Any:
+        given = kwargs.get("preexec_fn")
+
+        def preexec() -> None:
+            if given is not None:
+                given()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+        return original(command, **{**kwargs, "preexec_fn": preexec})
+
+    setattr(java_gateway, "Popen", popen)  # noqa: B010 - pyspark's module global, set back below
+    try:
+        yield
+    finally:
+        setattr(java_gateway, "Popen", original)  # noqa: B010
 
 
 def _run_in_process(
