@@ -306,7 +306,11 @@ def _run_submit(plan: LaunchPlan, conf: Mapping[str, str]) -> dict[str, Any]:
     # its batch), and this process waits for it to end instead of leaving it behind
     with _waiting_through_stops():
         result = subprocess.run(
-            command, env=env, check=False, stdin=subprocess.DEVNULL, preexec_fn=_ignore_sigterm  # noqa: PLW1509
+            command,
+            env=env,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_ignore_sigterm,  # noqa: PLW1509
         )
     if result.returncode != 0:
         raise SparkJobError(
