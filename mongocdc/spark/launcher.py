@@ -263,11 +263,14 @@ def preflight(plan: LaunchPlan, conf: Mapping[str, str], spark_packages: environ
     if coordinates:
         ivy = ivy_dir(conf, spark_packages.spark_version)
         repositories = conf.get("spark.jars.repositories")
-        fetched = packages.ensure_packages(coordinates, ivy, repositories, on_fetch=_say_resolving)
+        # the user's Ivy settings, else mongocdc's (no local Maven repository: packages.IVY_SETTINGS), for the
+        # resolution here and for spark-submit's own
+        settings = conf.setdefault(packages.IVY_SETTINGS_CONF, str(packages.ivy_settings(ivy)))
+        fetched = packages.ensure_packages(coordinates, ivy, repositories, on_fetch=_say_resolving, settings=settings)
         if fetched:
             log.info("resolved Spark packages %s", ", ".join(fetched))
         if not plan.through_submit:
-            jars = packages.resolved_jars(coordinates, ivy, repositories)
+            jars = packages.resolved_jars(coordinates, ivy, repositories, settings)
             if jars:
                 del conf["spark.jars.packages"]
                 given = [j for j in conf.get("spark.jars", "").split(",") if j]

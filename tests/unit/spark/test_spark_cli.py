@@ -209,7 +209,9 @@ def test_unresolvable_package_exits_4_saying_how_to_pass_jars(
 ) -> None:
     seen: list[list[str]] = []
 
-    def resolution(coordinates: list[str], ivy_dir: Path, repositories: str | None = None) -> packages.Resolution:
+    def resolution(
+        coordinates: list[str], ivy_dir: Path, repositories: str | None = None, settings: str | None = None
+    ) -> packages.Resolution:
         seen.append(list(coordinates))
         return packages.Resolution(
             1, ":: UNRESOLVED DEPENDENCIES ::\n:: unresolved dependency: org.example#nope_2.13;9.9.9: not found\n"
