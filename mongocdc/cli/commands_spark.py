@@ -252,6 +252,15 @@ def spark_run(
         bool,
         typer.Option("--submit", help="Run through spark-submit even on a local master (default: in-process)."),
     ] = False,
+    deletion_vectors: Annotated[
+        bool,
+        typer.Option(
+            "--deletion-vectors/--no-deletion-vectors",
+            help="Create Delta tables with deletion vectors (a MERGE marks the rows it replaces instead of "
+            "rewriting their files; readers need Delta 2.3+ or another engine that supports them). "
+            "--no-deletion-vectors: tables any Delta reader can read. Applies to tables the job creates.",
+        ),
+    ] = True,
     ui: Annotated[
         bool,
         typer.Option(
@@ -302,6 +311,7 @@ def spark_run(
         spark_log_level="INFO" if state(ctx).log_level is LogLevel.debug else "ERROR",
         json_logs=state(ctx).log_format is LogFormat.json,
         ui=ui,
+        deletion_vectors=deletion_vectors,
     )
     if dry_run:
         plan, spark_packages = launcher.prepare(plan)

@@ -53,7 +53,7 @@ HEARTBEAT_EVERY_S = 5.0
 status`` calls a running job whose ``job.json`` is much older than this stale."""
 COMMIT_WAIT_S = 30.0
 """How long a stopping job waits for Spark to commit the batch it just applied before it stops the query."""
-STILL_RUNNING_EVERY_S = 30.0
+STILL_RUNNING_EVERY_S = 10.0
 """How often a long batch says what it is doing."""
 
 
@@ -131,6 +131,7 @@ class BatchApplier:
                     *m.COLLECTION_COLUMNS
                 )
                 self.doing = (batch_id, started, f"applying {_changes(int(row['count']))} to {db}.{collection}")
+                log.info("batch %d: %s", batch_id, self.doing[2])
                 table = state_table(
                     self.spark,
                     self.options.table_format,
@@ -308,7 +309,7 @@ class ProgressLog:
             "changelog": o.changelog,
             "once": o.once,
         }
-        self.fs.write_text(f"{self.base}/job.json", json.dumps(doc, indent=2) + "\n")
+        self.fs.replace_text(f"{self.base}/job.json", json.dumps(doc, indent=2) + "\n")  # status reads it any time
 
     def heartbeat(self, now: float, *, force: bool = False) -> None:
         """Rewrite ``job.json`` as it is (a new ``updated_at``) once ``HEARTBEAT_EVERY_S`` passed, or now."""

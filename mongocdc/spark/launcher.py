@@ -41,6 +41,9 @@ DELTA_CONF = {
     # a commit would otherwise rebuild the new version's full file list only for its usage metrics
     "spark.databricks.delta.commitStats.collect": "false",
 }
+DELETION_VECTORS = "spark.databricks.delta.properties.defaults.enableDeletionVectors"
+"""The default of ``delta.enableDeletionVectors`` for new tables (``--no-deletion-vectors``: ``false``). A
+table with deletion vectors needs a reader that supports them (Delta 2.3+, delta-rs, DuckDB's delta)."""
 JOB_CONF = {
     # each micro-batch's parsed changes are cached once and dropped after the batch: building the
     # cache uncompressed is a quarter faster, and it lives for one batch only
@@ -89,6 +92,8 @@ class LaunchPlan:
     """``--log-format json``: the driver JVM's log4j lines are JSON records too (``JSON_LOGS``)."""
     ui: bool = False
     """Start the Spark UI (``spark.ui.enabled``; off by default: a batch job needs no web server and port)."""
+    deletion_vectors: bool = True
+    """Delta tables the job creates use deletion vectors (``DELETION_VECTORS``); off: any Delta reader reads them."""
 
     @property
     def is_local(self) -> bool:
@@ -135,6 +140,7 @@ def plan_conf(plan: LaunchPlan, spark_packages: environment.SparkPackages) -> di
     conf.update(JOB_CONF)
     if delta:
         conf.update(DELTA_CONF)
+        conf[DELETION_VECTORS] = "true" if plan.deletion_vectors else "false"
     if plan.is_local:
         cores = str(max(2, os.cpu_count() or 2))
         conf.update(LOCAL_CONF)
@@ -269,6 +275,8 @@ def preflight(plan: LaunchPlan, conf: Mapping[str, str], spark_packages: environ
         fetched = packages.ensure_packages(coordinates, ivy, repositories, on_fetch=_say_resolving, settings=settings)
         if fetched:
             log.info("resolved Spark packages %s", ", ".join(fetched))
+        else:
+            log.debug("Spark packages %s: in %s already", ", ".join(coordinates), ivy)
         if not plan.through_submit:
             jars = packages.resolved_jars(coordinates, ivy, repositories, settings)
             if jars:

@@ -75,9 +75,10 @@ IVY_SETTINGS = """\
 <ivysettings>
   <!-- the report lists the modules resolved, which mongocdc records as the jars of a run (_write_manifest) -->
   <property name="ivy.log.modules.in.use" value="true"/>
-  <settings defaultResolver="mongocdc"/>
+  <!-- the name of Spark's own chain: modules an earlier run cached name it as their resolver -->
+  <settings defaultResolver="spark-list"/>
   <resolvers>
-    <chain name="mongocdc" returnFirst="true">
+    <chain name="spark-list" returnFirst="true">
       <ibiblio name="central" m2compatible="true" root="{central}"/>
       <ibiblio name="spark-packages" m2compatible="true" root="{spark_packages}"/>
     </chain>

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import socket
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -272,6 +273,22 @@ def _rate(value: Any) -> float | None:
         return None
 
 
+def _read_job(path: Path, attempts: int = 20) -> dict[str, Any]:
+    """``job.json`` (``{}`` when there is none); a running job replaces it whole every few seconds, but a
+    filesystem that cannot move a file over another leaves a moment without it: read again then."""
+    for attempt in range(attempts):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            return dict(doc) if isinstance(doc, dict) else {}
+        except FileNotFoundError:
+            if attempt == 0 and not path.parent.is_dir():
+                return {}
+        except ValueError:
+            pass
+        time.sleep(0.05)
+    return {}
+
+
 def read_status(checkpoint: str) -> CheckpointStatus:
     """The status of the query whose checkpoint is at ``checkpoint``; ``UsageError`` when there is none."""
     root = local_path(checkpoint)
@@ -281,9 +298,7 @@ def read_status(checkpoint: str) -> CheckpointStatus:
             hint="pass the --checkpoint the job runs with (default: <warehouse>/_mongocdc/checkpoint)",
         )
     status = CheckpointStatus(checkpoint=str(root))
-    job_file = root / STATE_DIR / "job.json"
-    if job_file.is_file():
-        status.job = json.loads(job_file.read_text(encoding="utf-8"))
+    status.job = _read_job(root / STATE_DIR / "job.json")
     commits, planned = _batch_files(root / "commits"), _batch_files(root / "offsets")
     status.last_committed_batch = commits[-1] if commits else None
     status.last_planned_batch = planned[-1] if planned else None
