@@ -449,7 +449,9 @@ def run(
             finally:
                 _record(query, progress_log, summary, on_progress)
             exception = query.exception()
-            if exception is not None and not (stop.is_set() and STOP_BEFORE_BATCH in str(exception)):
+            # the stop's own ends: a batch that began after the stop, or the batch a second signal cut short
+            stopped_query = stop.is_set() and (now.is_set() or STOP_BEFORE_BATCH in str(exception))
+            if exception is not None and not stopped_query:
                 raise SparkJobError(
                     f"the streaming query failed: {_first_line(str(exception))}",
                     hint="run again with --log-level debug for Spark's log; the checkpoint is intact, so a "
