@@ -335,7 +335,7 @@ def spark_run(
     epilog=examples(
         "mongocdc spark status --warehouse /data/warehouse",
         "mongocdc spark status --checkpoint /data/warehouse/_mongocdc/checkpoint -o json",
-        "mongocdc spark status -c connector.yaml --warehouse /data/warehouse --stale-after 120",
+        "mongocdc -c connector.yaml spark status --warehouse /data/warehouse --stale-after 120",
     ),
 )
 @settings_flags("kafka.bootstrap.servers")
