@@ -23,7 +23,8 @@ from confluent_kafka import Producer
 from tests.integration.helpers import REPO, cli_env, run_cli, wait_until
 from tests.spark_support import envelope
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+# each test starts Spark twice or waits for a heartbeat; a busy CI machine needs longer than the suite's 300 s
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(900)]
 
 
 def produce(bootstrap: str, topic: str, db: str, keys: range) -> None:
@@ -70,7 +71,7 @@ class SparkJob:
     def stderr(self) -> str:
         return "".join(self.lines)
 
-    def wait_for(self, text: str, timeout: float = 240) -> None:
+    def wait_for(self, text: str, timeout: float = 400) -> None:
         def seen() -> bool:
             if text in self.stderr:
                 return True
@@ -83,7 +84,7 @@ class SparkJob:
     def signal_group(self, sig: int) -> None:
         os.killpg(self.proc.pid, sig)
 
-    def wait(self, timeout: float = 240) -> int:
+    def wait(self, timeout: float = 400) -> int:
         code = self.proc.wait(timeout=timeout)
         for pump in self._pumps:
             pump.join(timeout=10)
