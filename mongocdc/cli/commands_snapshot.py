@@ -191,7 +191,7 @@ def render_incremental(output: Output, result: dict[str, Any], report: SnapshotR
         )
 
 
-@settings_flags(*CONNECTOR_FLAGS, "metrics.port")
+@settings_flags(*CONNECTOR_FLAGS, "metrics.port", "metrics.host")
 def snapshot(
     ctx: typer.Context,
     output: OutputOpt = Output.table,
@@ -260,7 +260,7 @@ def snapshot(
     metrics = Metrics(settings.name)
     with (
         stopper.installed(),
-        serve_metrics(metrics, settings.metrics_port),
+        serve_metrics(metrics, settings.metrics_port, settings.metrics_host),
         SnapshotProgressView() as progress,
         wiring.connector(settings, stop=stopper.event, on_progress=progress.update, metrics=metrics) as group,
     ):

@@ -10,7 +10,7 @@ import typer
 
 from mongocdc.cli import render
 from mongocdc.cli.graceful_stop import GracefulStop
-from mongocdc.cli.metrics_server import serve_metrics
+from mongocdc.cli.metrics_server import Health, serve_metrics
 from mongocdc.cli.options import CONNECTOR_FLAGS, OutputLinesOpt, examples, settings_flags
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
@@ -36,7 +36,7 @@ STREAM_EXAMPLES: Final = examples(
 )
 
 
-@settings_flags(*CONNECTOR_FLAGS, "metrics.port")
+@settings_flags(*CONNECTOR_FLAGS, "metrics.port", "metrics.host")
 def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
     """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset."""
     from mongocdc import wiring
@@ -64,15 +64,23 @@ def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
                 log.info(line)
                 said[0] = line
 
+    health = Health()
     with (
         stopper.installed(),
-        serve_metrics(metrics, settings.metrics_port),
+        serve_metrics(metrics, settings.metrics_port, settings.metrics_host, health),
         SnapshotProgressView() as progress,
         wiring.connector(
             settings, stop=stopper.event, on_status=on_status, on_progress=progress.update, metrics=metrics
         ) as task,
     ):
-        result = task.run()
+        health.set_ready(tasks=sorted(task.tasks))
+        try:
+            result = task.run()
+        except BaseException as exc:
+            health.set_failed(str(exc))
+            raise
+        finally:
+            health.set_not_ready("stopping")
     if result.snapshot is not None:
         if output is Output.json:  # a line of the stream's JSON lines, with its status as every line has
             render.print_json({"status": "snapshot", **result.snapshot.to_dict()})

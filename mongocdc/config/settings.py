@@ -858,6 +858,14 @@ class Settings:
             "--metrics-port", "Serve Prometheus metrics on this port at /metrics (metrics.port; 0 turns it off)."
         ),
     )
+    metrics_host: str = setting(
+        "metrics.host",
+        _STRING,
+        "127.0.0.1",
+        "Address the metrics endpoint (`/metrics`, `/health`, `/ready`) binds: 127.0.0.1 serves this machine only; "
+        "0.0.0.0 (or ::) every interface, for a scraper or probe in another pod or host.",
+        flag=Flag("--metrics-host", "Bind the metrics endpoint to this address (metrics.host).", metavar="ADDRESS"),
+    )
 
     # --- not properties --------------------------------------------------------
     kafka_client: Mapping[str, str] = dataclasses.field(default_factory=dict)

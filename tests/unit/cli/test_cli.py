@@ -262,6 +262,7 @@ def test_settings_flags_override_the_properties_they_name(monkeypatch: pytest.Mo
         "topic.rename.format": "${topic}.replica",
         "groups": "app.*",
         "metrics.port": "9100",
+        "metrics.host": "0.0.0.0",
     }
     assert set(values) == {name for name, prop in PROPERTIES.items() if prop.flag}
     monkeypatch.setenv("MONGOCDC_TOPIC_PREFIX", "fromenv")
