@@ -117,9 +117,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = (json.dumps(body_doc, default=str) + "\n").encode()
             self._send(status, body, "application/json", send_body)
         else:
-            self._send(
-                404, b"not found: try /metrics, /health or /ready\n", "text/plain; charset=utf-8", send_body
-            )
+            self._send(404, b"not found: try /metrics, /health or /ready\n", "text/plain; charset=utf-8", send_body)
 
     def _send(self, status: int, body: bytes, content_type: str, send_body: bool) -> None:
         self.send_response(status)
