@@ -16,6 +16,12 @@ from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mongocdc.config import Settings
+    from mongocdc.engine.connector import TaskResult
+    from mongocdc.engine.fleet import Worker
+    from mongocdc.engine.metrics import Metrics
     from mongocdc.engine.streaming import StreamStats
 
 log = logging.getLogger("mongocdc.stream")
@@ -41,7 +47,6 @@ def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
     """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset."""
     from mongocdc import wiring
     from mongocdc.engine.metrics import Metrics
-    from mongocdc.engine.streaming import StreamStats
 
     settings = state(ctx).settings()
     metrics = Metrics(settings.name)
@@ -65,6 +70,10 @@ def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
                 said[0] = line
 
     health = Health()
+    if settings.group_id is not None:
+        result = _run_worker(settings, stopper, health, metrics, on_status)
+        _summary(output, result, stopper)
+        return
     with (
         stopper.installed(),
         serve_metrics(metrics, settings.metrics_port, settings.metrics_host, health),
@@ -81,6 +90,42 @@ def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
             raise
         finally:
             health.set_not_ready("stopping")
+    _summary(output, result, stopper)
+
+
+def _run_worker(
+    settings: Settings,
+    stopper: GracefulStop,
+    health: Health,
+    metrics: Metrics,
+    on_status: Callable[[StreamStats], None],
+) -> TaskResult:
+    """Group mode (``group.id``): run the tasks the group assigns this worker until SIGTERM/SIGINT."""
+    from mongocdc import wiring_fleet
+
+    def changed(worker: Worker) -> None:
+        if worker.joined:
+            health.set_ready(group=settings.group_id, tasks=sorted(worker.tasks.values()))
+
+    with (
+        stopper.installed(),
+        serve_metrics(metrics, settings.metrics_port, settings.metrics_host, health),
+        wiring_fleet.worker(
+            settings, stop=stopper.event, on_status=on_status, metrics=metrics, on_change=changed
+        ) as worker,
+    ):
+        try:
+            return worker.run()
+        except BaseException as exc:
+            health.set_failed(str(exc))
+            raise
+        finally:
+            health.set_not_ready("stopping")
+
+
+def _summary(output: Output, result: TaskResult, stopper: GracefulStop) -> None:
+    from mongocdc.engine.streaming import StreamStats
+
     if result.snapshot is not None:
         if output is Output.json:  # a line of the stream's JSON lines, with its status as every line has
             render.print_json({"status": "snapshot", **result.snapshot.to_dict()})

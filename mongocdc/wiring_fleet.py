@@ -1,0 +1,201 @@
+"""Builds a worker of a group (``group.id``) from ``Settings``: ``mongocdc/engine/fleet.py`` over ``kafka/group.py``.
+
+Kept apart from ``wiring.py`` (whose factories it uses) so that group mode stays one module. What a task is made
+of is decided here, per task, when the worker takes it: a MongoDB client of its source partition, a producer
+(``KafkaSink``) and an offset store whose transactional producer has the task's own ``transactional.id``
+(``mongocdc-offsets-<connector>-<partition>``), which fences the task's previous owner; all of it is released
+when the worker gives the task up. (A task's exactly-once producer belongs there as well.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from mongocdc import wiring
+
+if TYPE_CHECKING:
+    from mongocdc.config import Settings
+    from mongocdc.engine.fleet import HeldTask, Worker
+    from mongocdc.engine.metrics import Metrics
+    from mongocdc.engine.snapshot import ProgressCallback
+    from mongocdc.engine.streaming import StreamStats
+    from mongocdc.kafka.group import TasksTopic
+    from mongocdc.sources.mongo.client import Client
+
+log = logging.getLogger("mongocdc.group")
+
+
+def tasks_topic(settings: Settings) -> str:
+    from mongocdc.kafka.group import tasks_topic_name
+
+    return settings.group_tasks_topic or tasks_topic_name(settings.require("group.id"))
+
+
+def worker_client_id(settings: Settings) -> str:
+    """How a worker names itself to the group (``mongocdc status`` shows it): connector, host and process."""
+    return f"mongocdc-{settings.name}-{socket.gethostname()}-{os.getpid()}"
+
+
+class ShardListKeeper:
+    """Keeps the tasks topic in step with a sharded cluster's shard list (run by the worker holding task 0).
+
+    Every ``mongodb.poll.interval.ms`` the shard list is read; when it changed since the last look (or on the
+    first look), each shard without an active task gets one and each active task whose shard is gone is marked
+    removed: its holder ends it.
+    """
+
+    def __init__(self, settings: Settings, seed: Client, topic: TasksTopic) -> None:
+        self.settings = settings
+        self.seed = seed
+        self.topic = topic
+        self.interval_s = settings.mongodb_poll_interval_ms / 1000
+        self._due = 0.0
+        self._seen: frozenset[str] | None = None
+
+    def poll_if_due(self) -> None:
+        now = time.monotonic()
+        if now < self._due:
+            return
+        self._due = now + self.interval_s
+        try:
+            self.reconcile()
+        except Exception as exc:  # retried at the next poll
+            log.warning("could not compare the shard list with the group's tasks (retried): %s", exc)
+
+    def reconcile(self) -> None:
+        from mongocdc.kafka.group import latest_definitions
+        from mongocdc.sources.mongo.shards import replica_set_shards
+
+        current = frozenset(str(shard.replica_set) for shard in replica_set_shards(self.seed))
+        if current == self._seen:
+            return
+        defined = latest_definitions(self.topic.definitions())
+        for name in sorted(current):
+            known = defined.get(name)
+            if known is None or known.removed:
+                added = self.topic.add(self.settings.name, name)
+                log.info("shard replica set %s joined the cluster: it is task %d", name, added.index)
+        for name, definition in sorted(defined.items()):
+            if name not in current and not definition.removed:
+                self.topic.remove(definition)
+                log.info("shard replica set %s left the cluster: its task %d ends", name, definition.index)
+        self._seen = current
+
+
+@contextlib.contextmanager
+def worker(
+    settings: Settings,
+    *,
+    stop: threading.Event,
+    on_status: Callable[[StreamStats], None] | None = None,
+    on_progress: ProgressCallback | None = None,
+    metrics: Metrics | None = None,
+    on_change: Callable[[Worker], None] | None = None,
+) -> Iterator[Worker]:
+    """A worker of the group ``group.id``, ready to ``run``; resources closed on exit.
+
+    Start-up order: MongoDB (must answer, with change streams), the offset topic (created or checked), the
+    event topics known at start, the tasks topic (created with one task per source partition by the first
+    worker of the group); the group is joined in ``run()``.
+    """
+    from mongocdc.engine.fleet import HeldTask, TaskGone, Worker
+    from mongocdc.engine.metrics import Metrics
+    from mongocdc.kafka.group import GroupMember, TasksTopic, check_connector
+    from mongocdc.sources.mongo.client import PrimaryWatch, connect
+    from mongocdc.sources.mongo.shards import replica_set_shards, shard_connection_string, shards_behind
+    from mongocdc.sources.mongo.topology import discover
+
+    group_id = settings.require("group.id")
+    envelope = wiring.codec(settings)
+    metrics = metrics or Metrics(settings.name)
+    with contextlib.ExitStack() as resources:
+        seed = wiring.mongo_client(settings)
+        resources.callback(seed.close)
+        topology = discover(seed)
+        topology.require_change_streams()
+        wiring.warn_unmatched_includes(settings, seed)
+        wiring.offset_store(settings).close()  # the offset topic exists (created compacted) before a task needs it
+        checker = wiring.kafka_sink(settings)
+        try:
+            checker.require_topics(wiring.start_topics(settings, seed))
+        finally:
+            checker.close()
+        shards = shards_behind(seed) if settings.mongodb_connection_mode == "replica_set" else []
+        per_shard = bool(shards)
+        partitions = sorted(str(shard.replica_set) for shard in shards) if per_shard else [topology.partition]
+        topic = tasks_topic(settings)
+        tasks = TasksTopic(
+            settings.kafka_client, topic, group_id=group_id, timeout_s=wiring.request_timeout_s(settings)
+        )
+        if not tasks.create(settings.name, partitions):
+            for definition in tasks.definitions().values():
+                check_connector(definition, settings.name, topic)
+        log.info(
+            "worker of group %s for connector %r: %s %s, tasks in %s",
+            group_id,
+            settings.name,
+            topology.kind.replace("_", " "),
+            "shard replica sets " + ", ".join(partitions) if per_shard else topology.partition,
+            topic,
+        )
+
+        def build(index: int, partition: str, stop_task: threading.Event) -> HeldTask:
+            with contextlib.ExitStack() as held:
+                watch = PrimaryWatch()
+                if per_shard:
+                    shard = next((s for s in replica_set_shards(seed) if str(s.replica_set) == partition), None)
+                    if shard is None:
+                        raise TaskGone(f"shard replica set {partition} is not in the cluster's shard list")
+                    assert settings.mongodb_connection_string is not None
+                    client = connect(
+                        shard_connection_string(settings.mongodb_connection_string, shard),
+                        wiring.backoff(settings),
+                        client_options=wiring.client_options(settings),
+                        event_listeners=[watch],
+                    )
+                    rs: str | None = str(shard.replica_set)
+                else:
+                    client = wiring.mongo_client(settings, listeners=[watch])
+                    rs = topology.replica_set
+                held.callback(client.close)
+                # the task's own transactional.id: registering it fences the worker that held the task before
+                store = wiring.offset_store(settings, owner=True, task=partition)
+                held.callback(store.close)
+                sink = wiring.kafka_sink(settings)
+                held.callback(sink.close)
+                task = wiring.connector_task(
+                    settings,
+                    client,
+                    rs,
+                    partition,
+                    watch,
+                    sink=sink,
+                    store=store,
+                    envelope=envelope.for_task(index),  # the taskId header: the task's number in the group
+                    stop=stop_task,
+                    on_status=on_status,
+                    on_progress=on_progress,
+                    metrics=metrics,
+                )
+                return HeldTask(task, held.pop_all().close)
+
+        def member(listener: Worker) -> GroupMember:
+            return GroupMember(
+                settings.kafka_client,
+                topic,
+                group_id=group_id,
+                listener=listener,
+                session_timeout_ms=settings.session_timeout_ms,
+                client_id=worker_client_id(settings),
+                timeout_s=wiring.request_timeout_s(settings),
+            )
+
+        keeper = ShardListKeeper(settings, seed, tasks) if per_shard else None
+        yield Worker(member, build, stop, connector=settings.name, keeper=keeper, on_change=on_change)
