@@ -230,6 +230,7 @@ complete -c mongocdc -n '__fish_seen_subcommand_from stream' -l topic-prefix -x 
 complete -c mongocdc -n '__fish_seen_subcommand_from stream' -l bootstrap-servers -l bootstrap-server -x -d 'Kafka bootstrap servers (kafka.bootstrap.servers).'
 complete -c mongocdc -n '__fish_seen_subcommand_from stream' -l offsets -x -d 'Offset store: sqlite:PATH or kafka:TOPIC (offset.storage and its file or topic).'
 complete -c mongocdc -n '__fish_seen_subcommand_from stream' -l name -x -d 'Connector name the offsets are kept under (name).'
+complete -c mongocdc -n '__fish_seen_subcommand_from stream' -l group-id -x -d 'Join this worker group and run the tasks it assigns (group.id).'
 complete -c mongocdc -n '__fish_seen_subcommand_from stream' -l metrics-port -x -d 'Serve Prometheus metrics on this port at /metrics (metrics.port; 0 turns it off).'
 complete -c mongocdc -n '__fish_seen_subcommand_from stream' -l metrics-host -x -d 'Bind the metrics endpoint to this address (metrics.host).'
 complete -c mongocdc -n '__fish_seen_subcommand_from stream' -l config -s c -r -F -d 'Configuration file: YAML, JSON (a Kafka Connect REST body too) or Java .properties. The same as the global --config.'

@@ -39,12 +39,17 @@ def status_line(stats: StreamStats) -> str:
 STREAM_EXAMPLES: Final = examples(
     "mongocdc stream -c connector.yaml",
     "mongocdc stream --connection-string 'mongodb://mongo1/?replicaSet=rs0' --topic-prefix shop --bootstrap-servers k1:9092",  # noqa: E501
+    "mongocdc stream -c connector.yaml --group-id shop-workers --metrics-port 9404 --metrics-host 0.0.0.0",
 )
 
 
-@settings_flags(*CONNECTOR_FLAGS, "metrics.port", "metrics.host")
+@settings_flags(*CONNECTOR_FLAGS, "group.id", "metrics.port", "metrics.host")
 def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
-    """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset."""
+    """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset.
+
+    With --group-id (group.id), run as one worker of a group: the processes with the same configuration and group
+    share the connector's tasks (one per source partition), and a stopped worker's tasks move to the others.
+    """
     from mongocdc import wiring
     from mongocdc.engine.metrics import Metrics
 

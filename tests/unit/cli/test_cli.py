@@ -263,6 +263,7 @@ def test_settings_flags_override_the_properties_they_name(monkeypatch: pytest.Mo
         "groups": "app.*",
         "metrics.port": "9100",
         "metrics.host": "0.0.0.0",
+        "group.id": "fleet",
     }
     assert set(values) == {name for name, prop in PROPERTIES.items() if prop.flag}
     monkeypatch.setenv("MONGOCDC_TOPIC_PREFIX", "fromenv")
