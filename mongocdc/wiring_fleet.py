@@ -15,8 +15,8 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from mongocdc import wiring
 
@@ -199,3 +199,83 @@ def worker(
 
         keeper = ShardListKeeper(settings, seed, tasks) if per_shard else None
         yield Worker(member, build, stop, connector=settings.name, keeper=keeper, on_change=on_change)
+
+
+def group_status(settings: Settings) -> dict[str, Any]:
+    """The group's workers and the connector's tasks, as Kafka Connect's ``GET /connectors/<name>/status`` gives them.
+
+    Read from the group coordinator (members and the tasks each was assigned), the tasks topic (which source
+    partition each task captures) and the offset store (each task's stored position; its lag is the time since
+    the cluster time of that position, which an idle stream keeps fresh as well).
+    """
+    from mongocdc.errors import UsageError
+    from mongocdc.kafka.admin import KafkaAdmin
+    from mongocdc.kafka.group import TasksTopic
+
+    group_id = settings.require("group.id")
+    topic = tasks_topic(settings)
+    timeout_s = wiring.request_timeout_s(settings)
+    tasks = TasksTopic(settings.kafka_client, topic, group_id=group_id, timeout_s=timeout_s)
+    admin = KafkaAdmin(settings.kafka_client, tasks.endpoint, purpose=f"group {group_id}", timeout_s=timeout_s)
+    admin.reach(wiring.backoff(settings))
+    if not tasks.exists():
+        raise UsageError(
+            f"worker group {group_id!r} has no tasks topic {topic} at {tasks.endpoint.where}: no worker of it has "
+            "started",
+            hint="start a worker (`mongocdc stream -c CONFIG` with this group.id), or check --group-id and "
+            "group.tasks.topic",
+        )
+    definitions = tasks.definitions()
+    state, members = admin.group_members(group_id, topic)
+    store = wiring.offset_store(settings, create=False)
+    try:
+        offsets = {r.partition: r for r in store.records(settings.name)} if store.exists else {}
+    finally:
+        store.close()
+    holder = {task: member for member in members for task in member.partitions}
+    now = time.time()
+    shown_tasks: list[dict[str, Any]] = []
+    for index, definition in sorted(definitions.items()):
+        member = holder.get(index)
+        record = offsets.get(definition.partition)
+        sec = int(record.offset.get("sec", 0)) if record is not None else 0
+        shown_tasks.append(
+            {
+                "id": index,
+                "partition": definition.partition,
+                "state": "REMOVED" if definition.removed else "RUNNING" if member is not None else "UNASSIGNED",
+                "worker_id": member.client_id if member is not None else None,
+                "position": None if record is None else {"sec": sec, "ord": int(record.offset.get("ord", 0))},
+                "lag_seconds": round(max(now - sec, 0.0), 1) if sec > 0 else None,
+                "committed_at": None if record is None else record.updated_at.isoformat(),
+                "snapshot": _snapshot_running(record.offset if record is not None else {}),
+                "last_error": None,
+            }
+        )
+    return {
+        "name": settings.name,
+        "group": group_id,
+        "group_state": state,
+        "tasks_topic": topic,
+        "workers": [
+            {
+                "worker_id": m.client_id,
+                "member_id": m.member_id,
+                "host": m.host,
+                "tasks": [
+                    {"id": t, "partition": definitions[t].partition if t in definitions else None} for t in m.partitions
+                ],
+            }
+            for m in members
+        ],
+        "tasks": shown_tasks,
+    }
+
+
+def _snapshot_running(offset: Mapping[str, Any]) -> str | None:
+    """``initial`` or ``incremental`` while the stored offset says such a snapshot is unfinished."""
+    if offset.get("initsync"):
+        return "initial"
+    if offset.get("incremental_snapshot"):
+        return "incremental"
+    return None

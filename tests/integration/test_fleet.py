@@ -91,11 +91,11 @@ class Fleet:
         return worker.stderr.count("change stream open")
 
     def ids(self) -> Counter[str]:
-        """How often each ``_id`` was written to the topic as a create (a duplicate counts twice)."""
+        """How often each ``_id`` was written to the topic as a create or a snapshot read (a duplicate counts twice)."""
         found: Counter[str] = Counter()
         for msg in read_topic(self.bootstrap, self.topic, timeout=30):
             key, value = decode(msg)
-            if value is not None and value["op"] == "c":
+            if value is not None and value["op"] in ("c", "r"):
                 found[json.loads(key["id"])] += 1
         return found
 
@@ -169,9 +169,29 @@ def all_streaming(fleet: Fleet) -> bool:
 def test_three_workers_share_the_tasks_and_a_graceful_stop_hands_them_over_with_nothing_lost_or_twice(
     fleet: Fleet,
 ) -> None:
-    fleet.start(3)
+    workers = fleet.start(3)
     wait_until(lambda: shares(fleet, 3), "three workers holding one task each", timeout=120)
     wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+    wait_until(lambda: len(fleet.stored()) == 3, "every task's first commit")
+
+    shown = run_cli("--config", str(fleet.config), "status", "--output", "json")
+    assert shown.returncode == 0, shown.stderr
+    status = json.loads(shown.stdout)
+    assert status["name"] == fleet.connector and status["group"] == fleet.group
+    assert sorted(int(w["worker_id"].rsplit("-", 1)[1]) for w in status["workers"]) == sorted(
+        w.proc.pid for w in workers
+    )
+    assert sorted(len(w["tasks"]) for w in status["workers"]) == [1, 1, 1]
+    assert [(t["id"], t["partition"], t["state"]) for t in status["tasks"]] == [
+        (0, "shard00-rs", "RUNNING"),
+        (1, "shard01-rs", "RUNNING"),
+        (2, "shard02-rs", "RUNNING"),
+    ]
+    assert all(t["position"]["sec"] > 0 and t["lag_seconds"] is not None for t in status["tasks"])
+    table = run_cli("--config", str(fleet.config), "status")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.count("RUNNING") == 3 and f"group {fleet.group}" in table.stdout
+
     writer = Writer(fleet)
     writer.start()
     try:
@@ -268,3 +288,41 @@ def test_group_mode_needs_the_kafka_offset_store(tmp_path: Path) -> None:
     result = run_cli("--config", str(config), "stream", timeout=60)
     assert result.returncode == ExitCode.CONFIG, result.stderr
     assert "group.id ('fleet') needs offset.storage: kafka" in result.stderr
+
+
+def test_a_shard_added_while_the_group_runs_becomes_a_task_and_a_removed_one_ends_its_task(
+    tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    with ShardedCluster(shards=2, data_dir=tmp_path / "cluster") as cluster:
+        fleet = Fleet(tmp_path, cluster, kafka_bootstrap)
+        try:
+            workers = fleet.start(2)
+            wait_until(lambda: shares(fleet, 2), "two workers holding one task each", timeout=120)
+            wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+            added = cluster.add_shard()
+            assert added.repl_set == "shard02-rs"
+            wait_until(lambda: shares(fleet, 2), "the new shard's task assigned", timeout=90)
+            wait_until(
+                lambda: any("task 2 (shard02-rs): taking it over" in w.stderr for w in workers), "the new task started"
+            )
+            fleet.client("shard02")[fleet.db].orders.insert_one({"_id": "on-new-shard"})
+            wait_until(lambda: "on-new-shard" in fleet.ids(), "the new shard's change in Kafka", timeout=90)
+
+            removed = cluster.shards["shard00"]
+            fleet.client("shard00")  # connected before the shard is dropped from the list
+            cluster.remove_shard("shard00", stop_server=False)
+            try:
+                wait_until(
+                    lambda: any("shard00-rs left: its task stops" in w.stderr for w in workers),
+                    "the removed shard's task to end",
+                    timeout=90,
+                )
+                fleet.client("shard01")[fleet.db].orders.insert_one({"_id": "after-shard00-left"})
+                wait_until(lambda: "after-shard00-left" in fleet.ids(), "a shard still in the cluster streaming on")
+                assert all(w.proc.poll() is None for w in workers)
+            finally:
+                removed.stop()
+            for worker in workers:
+                assert worker.stop(signal.SIGTERM) == 0, worker.stderr
+        finally:
+            fleet.close()
