@@ -42,10 +42,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShardedCluster
 class Fleet:
     """The workers of one group, started from one configuration; ``close`` kills what still runs."""
 
-    def __init__(self, tmp_path: Path, cluster: ShardedCluster, bootstrap: str, **extra: Any) -> None:
+    def __init__(
+        self, tmp_path: Path, cluster: ShardedCluster, bootstrap: str, db: str | None = None, **extra: Any
+    ) -> None:
         self.cluster = cluster
         self.bootstrap = bootstrap
-        self.db = f"it_{uuid.uuid4().hex[:12]}"
+        self.db = db or f"it_{uuid.uuid4().hex[:12]}"
         self.prefix = f"p{uuid.uuid4().hex[:8]}"
         self.group = f"g-{self.prefix}"
         self.connector = f"it-{self.prefix}"
@@ -277,6 +279,54 @@ def position(fleet: Fleet) -> tuple[int, int]:
     """The stored position of shard00's task: ``(sec, ord)``, ``(0, 0)`` before its first commit."""
     offset = fleet.stored().get("shard00-rs") or {}
     return int(offset.get("sec", 0)), int(offset.get("ord", 0))
+
+
+def test_an_incremental_snapshot_goes_on_where_it_was_when_its_task_moves_to_another_worker(
+    tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
+) -> None:
+    db = f"it_{uuid.uuid4().hex[:12]}"
+    fleet = Fleet(
+        tmp_path,
+        cluster,
+        kafka_bootstrap,
+        db,
+        **{
+            "snapshot.mode": "no_data",
+            "signal.data.collection": f"{db}.signals",
+            "incremental.snapshot.chunk.size": 50,
+            "collection.exclude.list": f"{db}\\.signals",
+        },
+    )
+    big = f"{fleet.prefix}.{db}.big"
+
+    def reads() -> set[int]:
+        return {
+            json.loads(decode(m)[0]["id"])
+            for m in read_topic(kafka_bootstrap, big, timeout=30)
+            if (decode(m)[1] or {}).get("op") == "r"
+        }
+
+    try:
+        shard00 = fleet.client("shard00")[db]
+        shard00.big.insert_many([{"_id": i, "pad": "x" * 200} for i in range(3000)])
+        fleet.start(2)
+        wait_until(lambda: shares(fleet, 2), "two workers sharing three tasks", timeout=120)
+        wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+        leaving = fleet.holder(0)
+        shard00.signals.insert_one(
+            {"_id": "snap-1", "type": "execute-snapshot", "data": {"data-collections": [f"{db}.big"]}}
+        )
+        wait_until(lambda: len(reads()) >= 300, "the incremental snapshot under way")
+        assert leaving.stop(signal.SIGTERM) == 0, leaving.stderr
+        read_before = reads()
+        assert len(read_before) < 3000, "the snapshot ended before its task moved: nothing tested"
+        taker = next(w for w in fleet.workers if w is not leaving)
+        wait_until(lambda: "task 0 (shard00-rs): taking it over" in taker.stderr, "task 0 taken over")
+        wait_until(lambda: "continuing incremental snapshot" in taker.stderr, "the snapshot continued")
+        wait_until(lambda: reads() == set(range(3000)), "every document read", timeout=120)
+        assert taker.stop(signal.SIGTERM) == 0, taker.stderr
+    finally:
+        fleet.close()
 
 
 def test_group_mode_needs_the_kafka_offset_store(tmp_path: Path) -> None:
