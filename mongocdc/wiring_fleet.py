@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mongocdc import wiring
@@ -36,6 +37,12 @@ def tasks_topic(settings: Settings) -> str:
     from mongocdc.kafka.group import tasks_topic_name
 
     return settings.group_tasks_topic or tasks_topic_name(settings.require("group.id"))
+
+
+def status_topic(settings: Settings) -> str:
+    from mongocdc.kafka.group import status_topic_name
+
+    return settings.status_storage_topic or status_topic_name(settings.require("group.id"))
 
 
 def worker_client_id(settings: Settings) -> str:
@@ -107,7 +114,7 @@ def worker(
     """
     from mongocdc.engine.fleet import HeldTask, TaskGone, Worker
     from mongocdc.engine.metrics import Metrics
-    from mongocdc.kafka.group import GroupMember, TasksTopic, check_connector
+    from mongocdc.kafka.group import GroupMember, StatusTopic, TasksTopic, check_connector
     from mongocdc.sources.mongo.client import PrimaryWatch, connect
     from mongocdc.sources.mongo.shards import replica_set_shards, shard_connection_string, shards_behind
     from mongocdc.sources.mongo.topology import discover
@@ -137,6 +144,25 @@ def worker(
         if not tasks.create(settings.name, partitions):
             for definition in tasks.definitions().values():
                 check_connector(definition, settings.name, topic)
+        timeout_s = wiring.request_timeout_s(settings)
+        statuses = StatusTopic(settings.kafka_client, status_topic(settings), group_id=group_id, timeout_s=timeout_s)
+        statuses.ensure()
+        resources.callback(statuses.close)
+        worker_id = worker_client_id(settings)
+
+        def say(index: int, partition: str, state: str, error: BaseException | None) -> None:
+            statuses.publish(
+                settings.name,
+                index,
+                {
+                    "state": state,
+                    "partition": partition,
+                    "worker_id": worker_id,
+                    "trace": None if error is None else f"{type(error).__name__}: {error}",
+                    "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                },
+            )
+
         log.info(
             "worker of group %s for connector %r: %s %s, tasks in %s",
             group_id,
@@ -193,12 +219,14 @@ def worker(
                 group_id=group_id,
                 listener=listener,
                 session_timeout_ms=settings.session_timeout_ms,
-                client_id=worker_client_id(settings),
+                client_id=worker_id,
                 timeout_s=wiring.request_timeout_s(settings),
             )
 
         keeper = ShardListKeeper(settings, seed, tasks) if per_shard else None
-        yield Worker(member, build, stop, connector=settings.name, keeper=keeper, on_change=on_change)
+        yield Worker(
+            member, build, stop, connector=settings.name, keeper=keeper, on_change=on_change, on_task_state=say
+        )
 
 
 def group_status(settings: Settings) -> dict[str, Any]:
@@ -210,7 +238,7 @@ def group_status(settings: Settings) -> dict[str, Any]:
     """
     from mongocdc.errors import UsageError
     from mongocdc.kafka.admin import KafkaAdmin
-    from mongocdc.kafka.group import TasksTopic
+    from mongocdc.kafka.group import StatusTopic, TasksTopic
 
     group_id = settings.require("group.id")
     topic = tasks_topic(settings)
@@ -227,6 +255,8 @@ def group_status(settings: Settings) -> dict[str, Any]:
         )
     definitions = tasks.definitions()
     state, members = admin.group_members(group_id, topic)
+    statuses = StatusTopic(settings.kafka_client, status_topic(settings), group_id=group_id, timeout_s=timeout_s)
+    said = statuses.read(settings.name)
     store = wiring.offset_store(settings, create=False)
     try:
         offsets = {r.partition: r for r in store.records(settings.name)} if store.exists else {}
@@ -239,17 +269,27 @@ def group_status(settings: Settings) -> dict[str, Any]:
         member = holder.get(index)
         record = offsets.get(definition.partition)
         sec = int(record.offset.get("sec", 0)) if record is not None else 0
+        last = said.get(index, {})
+        failed = last.get("state") == "FAILED" and last.get("partition") == definition.partition
+        if definition.removed:
+            task_state = "REMOVED"
+        elif member is not None:
+            task_state = "RUNNING"
+        else:
+            task_state = "FAILED" if failed else "UNASSIGNED"
         shown_tasks.append(
             {
                 "id": index,
                 "partition": definition.partition,
-                "state": "REMOVED" if definition.removed else "RUNNING" if member is not None else "UNASSIGNED",
+                "state": task_state,
                 "worker_id": member.client_id if member is not None else None,
                 "position": None if record is None else {"sec": sec, "ord": int(record.offset.get("ord", 0))},
                 "lag_seconds": round(max(now - sec, 0.0), 1) if sec > 0 else None,
                 "committed_at": None if record is None else record.updated_at.isoformat(),
                 "snapshot": _snapshot_running(record.offset if record is not None else {}),
-                "last_error": None,
+                "last_error": last.get("trace") if failed else None,
+                "failed_at": last.get("at") if failed else None,
+                "failed_on": last.get("worker_id") if failed else None,
             }
         )
     return {

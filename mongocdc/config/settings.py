@@ -867,6 +867,14 @@ class Settings:
         "partition); unset: `mongocdc-tasks.<group.id>`.",
         validator=check_topic_name,
     )
+    status_storage_topic: str | None = setting(
+        "status.storage.topic",
+        _STRING,
+        None,
+        "Compacted topic where a worker group's workers write each task's state and last error (Kafka Connect's "
+        "worker property), read by `mongocdc status`; unset: `mongocdc-status.<group.id>`.",
+        validator=check_topic_name,
+    )
     session_timeout_ms: int = setting(
         "session.timeout.ms",
         _POSITIVE,

@@ -113,12 +113,14 @@ class Worker:
         connector: str,
         keeper: TaskListKeeper | None = None,
         on_change: Callable[[Worker], None] | None = None,
+        on_task_state: Callable[[int, str, str, BaseException | None], None] | None = None,
     ) -> None:
         self.connector = connector
         self.stop = stop
         self._task_factory = task_factory
         self._keeper = keeper
         self._on_change = on_change
+        self._on_task_state = on_task_state
         self._assigned: set[int] = set()
         self._definitions: dict[int, Definition] = {}
         self._running: dict[int, _Running] = {}
@@ -200,6 +202,7 @@ class Worker:
         )
         self._running[definition.index] = _Running(definition, held, thread, stop)
         thread.start()
+        self._say(definition, "RUNNING", None)
         self._changed()
 
     def _work(self, index: int) -> None:
@@ -228,8 +231,21 @@ class Worker:
                 self._results[running.definition.partition] = running.result
             if running.error is not None:
                 self._failed(running)
+                if not isinstance(running.error, FencedError):
+                    self._say(running.definition, "FAILED", running.error)
             else:
                 log.info("task %d (%s): stopped and released", index, running.definition.partition)
+                if not self._lost:
+                    self._say(running.definition, "UNASSIGNED", None)
+
+    def _say(self, definition: Definition, state: str, error: BaseException | None) -> None:
+        """Tell ``on_task_state`` (the status topic); its failure is logged, never raised."""
+        if self._on_task_state is None:
+            return
+        try:
+            self._on_task_state(definition.index, definition.partition, state, error)
+        except Exception as exc:
+            log.warning("could not publish the state of task %d (%s): %s", definition.index, state, exc)
 
     def _failed(self, running: _Running) -> None:
         error = running.error

@@ -41,6 +41,11 @@ def tasks_topic_name(group_id: str) -> str:
     return f"mongocdc-tasks.{group_id}"
 
 
+def status_topic_name(group_id: str) -> str:
+    """The default status topic of a group (``status.storage.topic`` unset)."""
+    return f"mongocdc-status.{group_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class TaskDefinition:
     """What task ``index`` (the tasks topic's partition) captures: ``partition`` of ``connector``."""
@@ -175,6 +180,83 @@ class TasksTopic:
 
     def admin(self) -> KafkaAdmin:
         return self._admin
+
+
+class StatusTopic:
+    """Where the workers of a group say each task's state (``RUNNING``, ``UNASSIGNED``, ``FAILED`` with its error), as
+    Kafka Connect's ``status.storage.topic``: compacted, one record per connector and task, the latest counts.
+
+    Writing is best effort (a status is information, never a reason to stop a task): ``publish`` queues the record
+    and returns, ``close`` waits a little for what is queued.
+    """
+
+    def __init__(self, settings: Mapping[str, Any], topic: str, *, group_id: str, timeout_s: float = 30.0) -> None:
+        self.topic = topic
+        self._settings = dict(settings)
+        self.timeout_s = timeout_s
+        self.endpoint = Endpoint.of(
+            settings,
+            servers="kafka.bootstrap.servers (or --bootstrap-servers)",
+            access_hint=f"grant the mongocdc principal read, write, create and describe on topic {topic} "
+            "(status.storage.topic), or check the kafka.sasl.* settings",
+        )
+        self._admin = KafkaAdmin(settings, self.endpoint, purpose=f"status topic {topic}", timeout_s=timeout_s)
+        self._producer: KafkaProducer | None = None
+
+    def ensure(self) -> None:
+        """Create the topic (compacted, one partition) when it does not exist."""
+        if self._admin.partitions(self.topic) is None:
+            self._admin.create_topic(
+                self.topic,
+                1,
+                configs={"cleanup.policy": "compact"},
+                refused_hint="create it yourself, compacted, or set status.storage.topic",
+            )
+
+    @staticmethod
+    def key(connector: str, task: int) -> bytes:
+        return json.dumps([connector, {"task": task}], separators=(",", ":")).encode()
+
+    def publish(self, connector: str, task: int, status: Mapping[str, Any]) -> None:
+        if self._producer is None:
+            self._producer = KafkaProducer(
+                self._settings,
+                self.endpoint,
+                forced={**NO_AUTO_CREATE, **DURABLE, "linger.ms": 5},
+                purpose=f"status topic {self.topic}",
+                room_timeout_s=self.timeout_s,
+            )
+        value = json.dumps(dict(status), separators=(",", ":"), sort_keys=True, default=str).encode()
+        self._producer.produce(self.topic, value, self.key(connector, task))
+        self._producer.poll(0)
+
+    def read(self, connector: str) -> dict[int, dict[str, Any]]:
+        """The latest status of each task of ``connector``."""
+        found = self._admin.partitions(self.topic)
+        if not found:
+            return {}
+        consumer = KafkaConsumer(
+            self._settings, self.endpoint, forced=NO_AUTO_CREATE, purpose="status", timeout_s=self.timeout_s
+        )
+        statuses: dict[int, dict[str, Any]] = {}
+        try:
+            for msg in consumer.read_to_end(self.topic, found):
+                try:
+                    key, value = json.loads(msg.key() or b"null"), json.loads(msg.value() or b"null")
+                except ValueError:
+                    continue
+                if isinstance(key, list) and len(key) == 2 and key[0] == connector and isinstance(value, dict):
+                    statuses[int(key[1].get("task", -1))] = value
+            return statuses
+        finally:
+            consumer.close()
+
+    def close(self) -> None:
+        if self._producer is not None:
+            left = self._producer.wait(min(self.timeout_s, 5.0))
+            if left:
+                log.warning("%d task status record(s) not written to %s", left, self.topic)
+            self._producer = None
 
 
 class GroupListener(Protocol):

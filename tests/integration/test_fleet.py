@@ -376,3 +376,32 @@ def test_a_shard_added_while_the_group_runs_becomes_a_task_and_a_removed_one_end
                 assert worker.stop(signal.SIGTERM) == 0, worker.stderr
         finally:
             fleet.close()
+
+
+def test_a_failed_task_stops_its_worker_and_status_says_why(tmp_path: Path, kafka_bootstrap: str) -> None:
+    with ShardedCluster(shards=1, data_dir=tmp_path / "cluster") as cluster:
+        fleet = Fleet(
+            tmp_path,
+            cluster,
+            kafka_bootstrap,
+            **{
+                "connect.max.attempts": 2,
+                "connect.backoff.initial.delay.ms": 100,
+                "connect.backoff.max.delay.ms": 200,
+                "connect.timeout.ms": 1000,
+                "mongodb.server.selection.timeout.ms": 1000,
+            },
+        )
+        try:
+            (worker,) = fleet.start(1)
+            wait_until(lambda: shares(fleet, 1), "the worker holding the task", timeout=120)
+            wait_until(lambda: all_streaming(fleet), "the task streaming", timeout=120)
+            cluster.shards["shard00"].stop()  # the task's server goes away: it fails after its retries
+            assert worker.proc.wait(timeout=120) == ExitCode.UNREACHABLE, worker.stderr
+            shown = run_cli("--config", str(fleet.config), "status", "--output", "json")
+            assert shown.returncode == 0, shown.stderr
+            (task,) = json.loads(shown.stdout)["tasks"]
+            assert task["state"] == "FAILED", task
+            assert "unreachable" in task["last_error"] and task["failed_on"].endswith(f"-{worker.proc.pid}")
+        finally:
+            fleet.close()

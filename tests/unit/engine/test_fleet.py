@@ -95,7 +95,11 @@ class Tasks:
         return HeldTask(cast(ConnectorTask, task), release)
 
 
-def make(steps: list[Callable[[Worker], None]], tasks: Tasks) -> tuple[Worker, threading.Event]:
+def make(
+    steps: list[Callable[[Worker], None]],
+    tasks: Tasks,
+    on_task_state: Callable[[int, str, str, BaseException | None], None] | None = None,
+) -> tuple[Worker, threading.Event]:
     stop = threading.Event()
     members: list[ScriptedMember] = []
 
@@ -103,7 +107,7 @@ def make(steps: list[Callable[[Worker], None]], tasks: Tasks) -> tuple[Worker, t
         members.append(ScriptedMember(worker, steps, stop))
         return members[0]
 
-    return Worker(member, tasks, stop, connector="c"), stop
+    return Worker(member, tasks, stop, connector="c", on_task_state=on_task_state), stop
 
 
 def assign(*defs: Definition) -> list[Callable[[Worker], None]]:
@@ -197,3 +201,22 @@ def test_a_task_whose_source_partition_is_gone_does_not_start() -> None:
     worker, _ = make(steps, tasks)
     worker.run()
     assert tasks.events == ["build rs0", "release rs0"]
+
+
+def test_each_tasks_state_is_published_running_unassigned_or_failed_with_its_error() -> None:
+    boom = RuntimeError("boom")
+    tasks = Tasks(fail={"rs1": boom})
+    said: list[tuple[int, str, str, str | None]] = []
+
+    def publish(index: int, partition: str, state: str, error: BaseException | None) -> None:
+        said.append((index, partition, state, None if error is None else str(error)))
+        if state == "FAILED":
+            raise OSError("the status topic is down")  # logged, never a reason to stop
+
+    steps = [*assign(Definition(0, "rs0"), Definition(1, "rs1")), *[lambda w: None] * 100]
+    worker, _ = make(steps, tasks, publish)
+    with pytest.raises(RuntimeError):
+        worker.run()
+    assert (0, "rs0", "RUNNING", None) in said and (1, "rs1", "RUNNING", None) in said
+    assert (1, "rs1", "FAILED", "boom") in said
+    assert said[-1] == (0, "rs0", "UNASSIGNED", None)
