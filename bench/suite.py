@@ -497,7 +497,7 @@ def render_table(report: dict[str, Any]) -> str:
     )
     lines.append("")
     results = report["results"]
-    if any(k in results for k in ("spark", "replication", "memory", "fleet")) or any(
+    if any(k in results for k in ("spark", "replication", "memory")) or any(
         "baseline" in results.get(k, {}) for k in ("snapshot", "stream")
     ):  # not with --peer debezium alone: its table follows
         header = f"{'benchmark':<34}{'mongocdc':>14}{'baseline':>14}{'ratio':>8}{'target':>9}  result"

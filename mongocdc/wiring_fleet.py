@@ -128,7 +128,9 @@ def worker(
         topology = discover(seed)
         topology.require_change_streams()
         wiring.warn_unmatched_includes(settings, seed)
-        wiring.offset_store(settings).close()  # the offset topic exists (created compacted) before a task needs it
+        # The offset topic exists (created compacted) before a task needs it, and registering the connector's own
+        # transactional id fences an instance of it started without group.id (the tasks have ids of their own).
+        wiring.offset_store(settings, owner=True).close()
         checker = wiring.kafka_sink(settings)
         try:
             checker.require_topics(wiring.start_topics(settings, seed))
@@ -210,6 +212,7 @@ def worker(
                     on_progress=on_progress,
                     metrics=metrics,
                 )
+                held.callback(metrics.forget_partition, partition)  # the next owner reports the task now
                 return HeldTask(task, held.pop_all().close)
 
         def member(listener: Worker) -> GroupMember:
@@ -319,3 +322,23 @@ def _snapshot_running(offset: Mapping[str, Any]) -> str | None:
     if offset.get("incremental_snapshot"):
         return "incremental"
     return None
+
+
+def refuse_while_group_runs(settings: Settings, what: str) -> None:
+    """``FencedError`` (exit 7) when workers of ``group.id`` run the connector: ``what`` would run it a second time."""
+    from mongocdc.errors import FencedError
+    from mongocdc.kafka.admin import KafkaAdmin
+    from mongocdc.kafka.errors import Endpoint
+
+    group_id = settings.require("group.id")
+    endpoint = Endpoint.of(settings.kafka_client, servers="kafka.bootstrap.servers (or --bootstrap-servers)")
+    admin = KafkaAdmin(settings.kafka_client, endpoint, purpose=f"group {group_id}")
+    admin.reach(wiring.backoff(settings))
+    _, members = admin.group_members(group_id, tasks_topic(settings))
+    if members:
+        raise FencedError(
+            f"connector {settings.name!r} is running in worker group {group_id!r} ({len(members)} "
+            f"worker{'' if len(members) == 1 else 's'}): {what} would run it a second time",
+            hint="stop the group's workers first (SIGTERM), or use `mongocdc snapshot --incremental`, which asks the "
+            "running connector for a snapshot",
+        )

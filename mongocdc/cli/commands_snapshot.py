@@ -257,6 +257,10 @@ def snapshot(
         return
     if collections or filters or wait:
         raise typer.BadParameter("--collections, --filter and --wait go with --incremental")
+    if settings.group_id is not None:
+        from mongocdc import wiring_fleet
+
+        wiring_fleet.refuse_while_group_runs(settings, "a snapshot of it here")
     metrics = Metrics(settings.name)
     with (
         stopper.installed(),

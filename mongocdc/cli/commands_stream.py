@@ -109,7 +109,7 @@ def _run_worker(
     from mongocdc import wiring_fleet
 
     def changed(worker: Worker) -> None:
-        if worker.joined:
+        if worker.serving:
             health.set_ready(group=settings.group_id, tasks=sorted(worker.tasks.values()))
 
     with (

@@ -128,6 +128,7 @@ class Worker:
         self._lost = False
         self._wake = threading.Event()
         self.joined = False
+        self.leaving = False
         self.member = member_factory(self)
 
     # --- what the group says (called from poll, on this worker's thread) -------------------------
@@ -179,6 +180,11 @@ class Worker:
         self._start(definition)
 
     # --- running -----------------------------------------------------------------------------------
+
+    @property
+    def serving(self) -> bool:
+        """Joined the group and not leaving it: ready, whatever its share of the tasks (none is a share too)."""
+        return self.joined and not self.leaving
 
     @property
     def tasks(self) -> dict[int, str]:
@@ -273,6 +279,7 @@ class Worker:
                 if self._keeper is not None and 0 in self._running:
                     self._keeper.poll_if_due()
         finally:
+            self.leaving = True
             started = time.monotonic()
             self._stop_tasks(sorted(self._running))
             self._assigned.clear()

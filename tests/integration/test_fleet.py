@@ -193,6 +193,9 @@ def test_three_workers_share_the_tasks_and_a_graceful_stop_hands_them_over_with_
     table = run_cli("--config", str(fleet.config), "status")
     assert table.returncode == 0, table.stderr
     assert table.stdout.count("RUNNING") == 3 and f"group {fleet.group}" in table.stdout
+    snapshot = run_cli("--config", str(fleet.config), "snapshot")  # would run the group's connector a second time
+    assert snapshot.returncode == ExitCode.FENCED, snapshot.stderr
+    assert f"is running in worker group '{fleet.group}' (3 workers)" in snapshot.stderr
 
     writer = Writer(fleet)
     writer.start()
