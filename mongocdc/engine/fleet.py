@@ -134,7 +134,10 @@ class Worker:
     # --- what the group says (called from poll, on this worker's thread) -------------------------
 
     def on_assigned(self, tasks: list[int]) -> None:
-        log.info("the group assigned task(s) %s to this worker", ", ".join(map(str, tasks)))
+        if tasks:
+            log.info("the group assigned task(s) %s to this worker", ", ".join(map(str, tasks)))
+        elif not self.joined:
+            log.info("joined the group; no task for this worker yet (a standby)")
         self._assigned.update(tasks)
         self.joined = True
         self._changed()

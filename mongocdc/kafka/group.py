@@ -262,7 +262,9 @@ class StatusTopic:
 class GroupListener(Protocol):
     """What a member tells its worker, on the thread that calls :meth:`GroupMember.poll`."""
 
-    def on_assigned(self, tasks: list[int]) -> None: ...
+    def on_assigned(self, tasks: list[int]) -> None:
+        """A rebalance gave this member these tasks (none: it is in the group, a standby)."""
+        ...
 
     def on_revoked(self, tasks: list[int]) -> None:
         """Give these tasks up; the revocation completes (and another worker gets them) when this returns."""
@@ -355,8 +357,7 @@ class GroupMember(KafkaClient):
         tasks = sorted(tp.partition for tp in partitions if tp.topic == self.topic)
         consumer.incremental_assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in tasks])
         self._held.update(tasks)
-        if tasks:
-            self._guard(lambda: self.listener.on_assigned(tasks))
+        self._guard(lambda: self.listener.on_assigned(tasks))  # also when empty: the member is in the group
 
     def _revoked(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         tasks = sorted(tp.partition for tp in partitions if tp.topic == self.topic)

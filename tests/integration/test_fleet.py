@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import urllib.error
+import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ from mongocdc.kafka.errors import Endpoint
 from mongocdc.offsets.kafka import KafkaOffsetStore
 from tests.integration.helpers import CliProcess, decode, read_topic, run_cli, wait_until
 from tests.integration.test_stream_e2e import write_config
+from tests.services.mongo import free_port
 from tests.services.sharded import ShardedCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
@@ -69,8 +72,8 @@ class Fleet:
         self.admin = KafkaAdmin({"bootstrap.servers": bootstrap}, Endpoint.of({"bootstrap.servers": bootstrap}))
         self.clients: dict[str, MongoClient[Doc]] = {}
 
-    def start(self, n: int = 1) -> list[CliProcess]:
-        started = [CliProcess("--config", str(self.config), "stream") for _ in range(n)]
+    def start(self, n: int = 1, *args: str) -> list[CliProcess]:
+        started = [CliProcess("--config", str(self.config), "stream", *args) for _ in range(n)]
         self.workers += started
         return started
 
@@ -328,6 +331,46 @@ def test_an_incremental_snapshot_goes_on_where_it_was_when_its_task_moves_to_ano
         wait_until(lambda: "continuing incremental snapshot" in taker.stderr, "the snapshot continued")
         wait_until(lambda: reads() == set(range(3000)), "every document read", timeout=120)
         assert taker.stop(signal.SIGTERM) == 0, taker.stderr
+    finally:
+        fleet.close()
+
+
+def probe(port: int, path: str) -> tuple[int, Doc]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:  # noqa: S310
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+    except OSError:
+        return 0, {}
+
+
+def test_one_task_runs_on_one_worker_the_other_is_a_ready_standby_that_takes_it_over(
+    tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
+) -> None:
+    fleet = Fleet(tmp_path, cluster, kafka_bootstrap, **{"mongodb.connection.mode": "sharded"})  # one task
+    ports = [free_port(), free_port()]
+    try:
+        first = fleet.start(1, "--metrics-port", str(ports[0]))[0]
+        wait_until(lambda: probe(ports[0], "/ready")[1].get("tasks") == ["configRS"], "the first worker's task")
+        standby = fleet.start(1, "--metrics-port", str(ports[1]))[0]
+        wait_until(
+            lambda: probe(ports[1], "/ready") == (200, {"status": "ready", "group": fleet.group, "tasks": []}),
+            "the standby ready",
+        )
+        assert probe(ports[0], "/health") == (200, {"status": "up"})
+        client: MongoClient[Doc] = MongoClient(cluster.config_uri)  # the replica set captured (no mongos here)
+        try:
+            client[fleet.db].orders.insert_one({"_id": "before"})
+            wait_until(lambda: "before" in fleet.ids(), "the first worker's change")
+            assert first.stop(signal.SIGTERM) == 0, first.stderr
+            wait_until(lambda: probe(ports[1], "/ready")[1].get("tasks") == ["configRS"], "the standby holding it")
+            client[fleet.db].orders.insert_one({"_id": "after"})
+            wait_until(lambda: "after" in fleet.ids(), "the standby streaming")
+        finally:
+            client.close()
+        assert fleet.ids() == Counter({"before": 1, "after": 1})
+        assert standby.stop(signal.SIGTERM) == 0, standby.stderr
     finally:
         fleet.close()
 
