@@ -84,9 +84,10 @@ class TaskGone(Exception):
 @dataclass(slots=True)
 class _Running:
     definition: Definition
-    held: HeldTask
     thread: threading.Thread
     stop: threading.Event
+    held: HeldTask | None = None
+    gone: bool = False
     ending: bool = False
     error: BaseException | None = None
     result: TaskResult | None = None
@@ -199,24 +200,30 @@ class Worker:
             self._on_change(self)
 
     def _start(self, definition: Definition) -> None:
-        stop = threading.Event()
+        """Start the task on a thread of its own, which builds it first: the group is served meanwhile (connecting
+        to MongoDB and registering the task's producer take seconds, and a rebalance may come)."""
         log.info("task %d (%s): taking it over", definition.index, definition.partition)
-        try:
-            held = self._task_factory(definition.index, definition.partition, stop)
-        except TaskGone as gone:
-            log.warning("task %d (%s) does not start: %s", definition.index, definition.partition, gone)
-            return
+        stop = threading.Event()
         thread = threading.Thread(
             target=self._work, name=f"task-{definition.partition}", daemon=True, args=(definition.index,)
         )
-        self._running[definition.index] = _Running(definition, held, thread, stop)
+        self._running[definition.index] = _Running(definition, thread, stop)
         thread.start()
-        self._say(definition, "RUNNING", None)
         self._changed()
 
     def _work(self, index: int) -> None:
         running = self._running[index]
+        definition = running.definition
         try:
+            try:
+                running.held = self._task_factory(definition.index, definition.partition, running.stop)
+            except TaskGone as gone:
+                log.warning("task %d (%s) does not start: %s", definition.index, definition.partition, gone)
+                running.gone = True
+                return
+            if running.stop.is_set():
+                return  # given up while it was built: its store's registration fenced the old owner, no more
+            self._say(definition, "RUNNING", None)
             running.result = running.held.task.run()
         except BaseException as exc:  # judged by the worker's thread
             running.error = exc
@@ -232,8 +239,9 @@ class Worker:
             running.stop.set()
         for running in stopping:
             running.thread.join()
-            with contextlib.suppress(Exception):
-                running.held.release()
+            if running.held is not None:
+                with contextlib.suppress(Exception):
+                    running.held.release()
             index = running.definition.index
             self._running.pop(index, None)
             if running.result is not None:
@@ -242,7 +250,7 @@ class Worker:
                 self._failed(running)
                 if not isinstance(running.error, FencedError):
                     self._say(running.definition, "FAILED", running.error)
-            else:
+            elif not running.gone:
                 log.info("task %d (%s): stopped and released", index, running.definition.partition)
                 if not self._lost:
                     self._say(running.definition, "UNASSIGNED", None)
