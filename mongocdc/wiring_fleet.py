@@ -166,11 +166,12 @@ def worker(
             )
 
         log.info(
-            "worker of group %s for connector %r: %s %s, tasks in %s",
+            "worker of group %s for connector %r: %s, tasks in %s",
             group_id,
             settings.name,
-            topology.kind.replace("_", " "),
-            "shard replica sets " + ", ".join(partitions) if per_shard else topology.partition,
+            f"one task per shard replica set ({', '.join(partitions)})"
+            if per_shard
+            else f"one task ({topology.kind.replace('_', ' ')} {topology.partition})",
             topic,
         )
 
@@ -237,7 +238,7 @@ def group_status(settings: Settings) -> dict[str, Any]:
 
     Read from the group coordinator (members and the tasks each was assigned), the tasks topic (which source
     partition each task captures) and the offset store (each task's stored position; its lag is the time since
-    the cluster time of that position, which an idle stream keeps fresh as well).
+    the cluster time of that position, which MongoDB's periodic no-op writes advance on an idle replica set).
     """
     from mongocdc.errors import UsageError
     from mongocdc.kafka.admin import KafkaAdmin

@@ -34,7 +34,7 @@ def status(ctx: typer.Context, output: OutputOpt = Output.table) -> None:
     Read from the group coordinator (group.id), the group's tasks topic and the offset store, as Kafka Connect's
     GET /connectors/<name>/status. A task is RUNNING when a worker holds it, UNASSIGNED while the group
     rebalances or no worker runs, REMOVED when its shard left the cluster; its lag is the time since the cluster
-    time of its stored position (an idle stream keeps it fresh too).
+    time of its stored position (on an idle replica set up to about 10 s, MongoDB's no-op write interval).
     """
     from mongocdc import wiring_fleet
     from mongocdc.errors import UsageError
