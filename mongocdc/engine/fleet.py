@@ -181,6 +181,8 @@ class Worker:
         definition = self._definitions.get(task)
         if definition is None or definition.removed or task in self._running or task not in self._assigned:
             return
+        if self.stop.is_set() or self.leaving:
+            return  # stopping: the next owner starts it
         self._start(definition)
 
     # --- running -----------------------------------------------------------------------------------
