@@ -114,6 +114,7 @@ def worker(
     """
     from mongocdc.engine.fleet import HeldTask, TaskGone, Worker
     from mongocdc.engine.metrics import Metrics
+    from mongocdc.errors import ConfigError
     from mongocdc.kafka.group import GroupMember, StatusTopic, TasksTopic, check_connector
     from mongocdc.sources.mongo.client import PrimaryWatch, connect
     from mongocdc.sources.mongo.shards import replica_set_shards, shard_connection_string, shards_behind
@@ -144,8 +145,20 @@ def worker(
             settings.kafka_client, topic, group_id=group_id, timeout_s=wiring.request_timeout_s(settings)
         )
         if not tasks.create(settings.name, partitions):
-            for definition in tasks.definitions().values():
+            defined = tasks.definitions()
+            for definition in defined.values():
                 check_connector(definition, settings.name, topic)
+            if not defined:  # its creator stopped before defining the tasks: define them (the same definitions)
+                tasks.define(settings.name, partitions)
+            active = sorted(d.partition for d in defined.values() if not d.removed)
+            if defined and not per_shard and active != partitions:
+                raise ConfigError(
+                    f"the tasks topic {topic} of group {group_id!r} defines the tasks {', '.join(active) or 'none'}, "
+                    f"but this configuration captures {', '.join(partitions)} (mongodb.connection.mode="
+                    f"{settings.mongodb_connection_mode}): the workers of a group must run the same configuration",
+                    hint="run every worker with the same configuration; to change how the cluster is captured, "
+                    "give the group a new group.id (or delete the tasks topic while no worker runs)",
+                )
         timeout_s = wiring.request_timeout_s(settings)
         statuses = StatusTopic(settings.kafka_client, status_topic(settings), group_id=group_id, timeout_s=timeout_s)
         statuses.ensure()

@@ -142,10 +142,17 @@ class TasksTopic:
         )
         if not created:
             return False
+        self.define(connector, partitions)
+        return True
+
+    def define(self, connector: str, partitions: list[str]) -> None:
+        """Task ``i`` captures ``partitions[i]`` (the topic has that many partitions)."""
+        count = self.partitions()
+        if count < len(partitions):
+            self._admin.add_partitions(self.topic, len(partitions))
         self.write([TaskDefinition(i, connector, p) for i, p in enumerate(partitions)])
         shown = ", ".join(f"task {i} {p}" for i, p in enumerate(partitions))
-        log.info("created the tasks topic %s: %s", self.topic, shown)
-        return True
+        log.info("the tasks in %s: %s", self.topic, shown)
 
     def add(self, connector: str, partition: str) -> TaskDefinition:
         """A task for ``partition``: its old task again when it had one, else a new partition of the topic."""

@@ -375,6 +375,23 @@ def test_one_task_runs_on_one_worker_the_other_is_a_ready_standby_that_takes_it_
         fleet.close()
 
 
+def test_a_worker_whose_configuration_captures_other_tasks_than_the_group_defines_exits_3(
+    tmp_path: Path, fleet: Fleet
+) -> None:
+    (worker,) = fleet.start(1)
+    wait_until(lambda: shares(fleet, 1), "the group's tasks assigned", timeout=120)
+    other = tmp_path / "other.yaml"
+    other.write_text(
+        fleet.config.read_text().replace('mongodb.connection.mode: "replica_set"', "mongodb.connection.mode: sharded")
+    )
+    result = run_cli("--config", str(other), "stream", timeout=120)
+    assert result.returncode == ExitCode.CONFIG, result.stderr
+    assert "the workers of a group must run the same configuration" in result.stderr
+    assert "shard00-rs, shard01-rs, shard02-rs" in result.stderr
+    assert worker.proc.poll() is None
+    assert worker.stop(signal.SIGTERM) == 0, worker.stderr
+
+
 def test_group_mode_needs_the_kafka_offset_store(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(
