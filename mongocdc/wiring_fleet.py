@@ -338,8 +338,8 @@ def _snapshot_running(offset: Mapping[str, Any]) -> str | None:
     return None
 
 
-def refuse_while_group_runs(settings: Settings, what: str) -> None:
-    """``FencedError`` (exit 7) when workers of ``group.id`` run the connector: ``what`` would run it a second time."""
+def refuse_while_group_runs(settings: Settings, what: str, *, hint: str | None = None) -> None:
+    """``FencedError`` (exit 7) when workers of ``group.id`` run the connector; ``what`` says what would go wrong."""
     from mongocdc.errors import FencedError
     from mongocdc.kafka.admin import KafkaAdmin
     from mongocdc.kafka.errors import Endpoint
@@ -352,7 +352,8 @@ def refuse_while_group_runs(settings: Settings, what: str) -> None:
     if members:
         raise FencedError(
             f"connector {settings.name!r} is running in worker group {group_id!r} ({len(members)} "
-            f"worker{'' if len(members) == 1 else 's'}): {what} would run it a second time",
-            hint="stop the group's workers first (SIGTERM), or use `mongocdc snapshot --incremental`, which asks the "
+            f"worker{'' if len(members) == 1 else 's'}): {what}",
+            hint=hint
+            or "stop the group's workers first (SIGTERM), or use `mongocdc snapshot --incremental`, which asks the "
             "running connector for a snapshot",
         )

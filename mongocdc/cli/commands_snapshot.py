@@ -260,7 +260,7 @@ def snapshot(
     if settings.group_id is not None:
         from mongocdc import wiring_fleet
 
-        wiring_fleet.refuse_while_group_runs(settings, "a snapshot of it here")
+        wiring_fleet.refuse_while_group_runs(settings, "a snapshot of it here would run it a second time")
     metrics = Metrics(settings.name)
     with (
         stopper.installed(),

@@ -199,6 +199,9 @@ def test_three_workers_share_the_tasks_and_a_graceful_stop_hands_them_over_with_
     snapshot = run_cli("--config", str(fleet.config), "snapshot")  # would run the group's connector a second time
     assert snapshot.returncode == ExitCode.FENCED, snapshot.stderr
     assert f"is running in worker group '{fleet.group}' (3 workers)" in snapshot.stderr
+    reset = run_cli("--config", str(fleet.config), "offsets", "reset", "--yes")  # the tasks would overwrite it
+    assert reset.returncode == ExitCode.FENCED, reset.stderr
+    assert "a change of its offsets would be overwritten" in reset.stderr
 
     writer = Writer(fleet)
     writer.start()
@@ -389,6 +392,24 @@ def test_a_worker_whose_configuration_captures_other_tasks_than_the_group_define
     assert "the workers of a group must run the same configuration" in result.stderr
     assert "shard00-rs, shard01-rs, shard02-rs" in result.stderr
     assert worker.proc.poll() is None
+    assert worker.stop(signal.SIGTERM) == 0, worker.stderr
+
+
+def test_a_starting_worker_fences_an_instance_of_the_connector_run_without_group_id(
+    tmp_path: Path, fleet: Fleet
+) -> None:
+    alone = tmp_path / "alone.yaml"
+    alone.write_text("\n".join(line for line in fleet.config.read_text().splitlines() if "group.id" not in line))
+    standalone = CliProcess("--config", str(alone), "stream")
+    fleet.workers.append(standalone)  # killed by the fixture whatever happens
+    wait_until(lambda: fleet.streams_open(standalone) >= 3, "the standalone instance streaming every shard")
+    (worker,) = fleet.start(1)
+    wait_until(lambda: shares(fleet, 1), "the worker holding every task", timeout=120)
+    orders = fleet.client("shard01")[fleet.db].orders
+    orders.insert_one({"_id": "after-the-worker"})  # the standalone one's next commit is refused
+    assert standalone.proc.wait(timeout=60) == ExitCode.FENCED, standalone.stderr
+    assert f"connector '{fleet.connector}' was fenced" in standalone.stderr
+    wait_until(lambda: "after-the-worker" in fleet.ids(), "the worker streaming")
     assert worker.stop(signal.SIGTERM) == 0, worker.stderr
 
 
