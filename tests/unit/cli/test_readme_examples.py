@@ -15,7 +15,9 @@ README = Path(__file__).resolve().parents[3] / "README.md"
 
 def readme_commands() -> list[str]:
     commands = []
-    for block in re.findall(r"```(?:sh|bash|shell|console)?\n(.*?)```", README.read_text(), flags=re.S):
+    for language, block in re.findall(r"```(\w*)\n(.*?)```", README.read_text(), flags=re.S):
+        if language not in ("", "sh", "bash", "shell", "console"):
+            continue  # a configuration (yaml, ini) shown
         for line in block.replace("\\\n", " ").splitlines():
             line = line.strip()
             if line.startswith("mongocdc "):
