@@ -309,8 +309,15 @@ def group_status(settings: Settings) -> dict[str, Any]:
                 "failed_on": last.get("worker_id") if failed else None,
             }
         )
+    states = {t["state"] for t in shown_tasks}
     return {
         "name": settings.name,
+        "type": "source",
+        # as Kafka Connect's: the connector runs while a worker of its group does; FAILED when every task failed
+        "connector": {
+            "state": "RUNNING" if members else "FAILED" if states == {"FAILED"} else "UNASSIGNED",
+            "worker_id": members[0].client_id if members else None,
+        },
         "group": group_id,
         "group_state": state,
         "tasks_topic": topic,

@@ -183,6 +183,7 @@ def test_three_workers_share_the_tasks_and_a_graceful_stop_hands_them_over_with_
     assert shown.returncode == 0, shown.stderr
     status = json.loads(shown.stdout)
     assert status["name"] == fleet.connector and status["group"] == fleet.group
+    assert status["type"] == "source" and status["connector"]["state"] == "RUNNING"
     assert sorted(int(w["worker_id"].rsplit("-", 1)[1]) for w in status["workers"]) == sorted(
         w.proc.pid for w in workers
     )
@@ -484,7 +485,9 @@ def test_a_failed_task_stops_its_worker_and_status_says_why(tmp_path: Path, kafk
             assert worker.proc.wait(timeout=120) == ExitCode.UNREACHABLE, worker.stderr
             shown = run_cli("--config", str(fleet.config), "status", "--output", "json")
             assert shown.returncode == 0, shown.stderr
-            (task,) = json.loads(shown.stdout)["tasks"]
+            shown_status = json.loads(shown.stdout)
+            assert shown_status["connector"]["state"] == "FAILED" and shown_status["workers"] == []
+            (task,) = shown_status["tasks"]
             assert task["state"] == "FAILED", task
             assert "unreachable" in task["last_error"] and task["failed_on"].endswith(f"-{worker.proc.pid}")
         finally:
