@@ -28,6 +28,7 @@ import pymongo
 from confluent_kafka import Producer
 
 from bench import baseline, connector
+from bench import fleet as fleet_bench
 from bench import replication as replication_bench
 from bench import spark as spark_bench
 from bench.common import (
@@ -52,8 +53,9 @@ TARGET_RATIO = 0.9  # snapshot and streaming against the bare loop, with Debeziu
 MEMORY_TARGET_MB = 50.0
 MEMORY_TARGET_SIZES = (10_000, 1_000_000)
 ALL = ("snapshot", "stream", "memory")
-OPTIONAL = ("spark", "replication")  # only with --only: bench/spark.py (a Spark JVM of its own, about 2 minutes),
-# bench/replication.py (two Kafka brokers of its own, no MongoDB, about 1 minute)
+OPTIONAL = ("spark", "replication", "fleet")  # only with --only: bench/spark.py (a Spark JVM of its own, about 2
+# minutes), bench/replication.py (two Kafka brokers of its own, no MongoDB, about 1 minute), bench/fleet.py (a broker
+# and a sharded stand-in of its own, worker groups of 1-3 processes, about 2 minutes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -571,6 +573,8 @@ def render_table(report: dict[str, Any]) -> str:
         lines += spark_bench.render(report["results"]["spark"])
     if "replication" in report["results"]:
         lines += replication_bench.render(report["results"]["replication"])
+    if "fleet" in report["results"]:
+        lines += fleet_bench.render(report["results"]["fleet"])
     mem = report["results"].get("memory")
     if mem is not None:
         lo, hi = mem["sizes"][0], mem["sizes"][-1]
@@ -714,6 +718,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="-v: progress, -vv: mongocdc's logs too")
     spark_bench.add_arguments(parser)
     replication_bench.add_arguments(parser)
+    fleet_bench.add_arguments(parser)
     args = parser.parse_args(argv)
     args.only = [x.strip() for x in args.only.split(",") if x.strip()]
     if any("=" not in option for option in args.debezium_option):
@@ -759,12 +764,17 @@ def main(argv: list[str] | None = None) -> int:
     if "replication" in args.only:  # two brokers of its own, no MongoDB
         report["results"]["replication"] = replication_bench.bench_replication(args)
         args.only = [name for name in args.only if name != "replication"]
+    if "fleet" in args.only:  # a broker and a sharded stand-in of its own
+        report["results"]["fleet"] = fleet_bench.bench_fleet(args)
+        args.only = [name for name in args.only if name != "fleet"]
     with contextlib.ExitStack() as stack:
         if args.only:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="mongocdc-bench-"))
             svc = stack.enter_context(services(args))
         else:
-            ran = report["results"].get("replication") or report["results"].get("spark")
+            ran = (
+                report["results"].get("replication") or report["results"].get("spark") or report["results"].get("fleet")
+            )
             tmp, svc = "", Services("", "", "not started", ran["kafka"] if ran else "not started")
         report["environment"].update(mongodb=svc.mongo, kafka=svc.kafka)
         workdir = Path(tmp)

@@ -7,11 +7,11 @@ _mongocdc() {
         word="${COMP_WORDS[i]}"
         if ((skip)); then skip=0; continue; fi
         case "$word" in
-            --bootstrap-server|--bootstrap-servers|--channel|--checkpoint|--collections|--columns|--conf|--config|--connect-bootstrap-servers|--connect-kafka|--connect-offsets-file|--connect-offsets-topic|--connection-string|--connector-name|--delete-retention|--filter|--format|--group|--groups|--id|--jars|--kafka-option|--log-format|--log-level|--master|--max-messages|--max-offsets-per-trigger|--message|--metrics-port|--min-partitions|--name|--offset|--offsets|--output|--packages|--partition|--prefix|--query-name|--rename-format|--resume-token|--schema-file|--shell|--shutdown-timeout|--snapshot-type|--source|--stale-after|--starting-offsets|--status-interval|--target|--timeout|--timestamp|--to-timestamp|--topic-pattern|--topic-prefix|--topics|--trigger-interval|--warehouse|-c|-g|-m|-n|-o|-p) skip=1; continue ;;
+            --bootstrap-server|--bootstrap-servers|--channel|--checkpoint|--collections|--columns|--conf|--config|--connect-bootstrap-servers|--connect-kafka|--connect-offsets-file|--connect-offsets-topic|--connection-string|--connector-name|--delete-retention|--filter|--format|--group|--group-id|--groups|--id|--jars|--kafka-option|--log-format|--log-level|--master|--max-messages|--max-offsets-per-trigger|--message|--metrics-host|--metrics-port|--min-partitions|--name|--offset|--offsets|--output|--packages|--partition|--prefix|--query-name|--rename-format|--resume-token|--schema-file|--shell|--shutdown-timeout|--snapshot-type|--source|--stale-after|--starting-offsets|--status-interval|--target|--timeout|--timestamp|--to-timestamp|--topic-pattern|--topic-prefix|--topics|--trigger-interval|--warehouse|-c|-g|-m|-n|-o|-p) skip=1; continue ;;
             -*) continue ;;
         esac
         case "${path:+$path }$word" in
-            "completions"|"completions install"|"completions show"|"config"|"config show"|"config validate"|"discover"|"failover"|"failover translate"|"offsets"|"offsets export"|"offsets import"|"offsets reset"|"offsets set"|"offsets show"|"replicate"|"signal"|"signal send"|"signal send execute-snapshot"|"signal send log"|"signal send pause-snapshot"|"signal send resume-snapshot"|"signal send stop-snapshot"|"snapshot"|"spark"|"spark run"|"spark status"|"stream"|"topic"|"topic compare"|"topic dump"|"topic list"|"version") path="${path:+$path }$word" ;;
+            "completions"|"completions install"|"completions show"|"config"|"config show"|"config validate"|"discover"|"failover"|"failover translate"|"offsets"|"offsets export"|"offsets import"|"offsets reset"|"offsets set"|"offsets show"|"replicate"|"signal"|"signal send"|"signal send execute-snapshot"|"signal send log"|"signal send pause-snapshot"|"signal send resume-snapshot"|"signal send stop-snapshot"|"snapshot"|"spark"|"spark run"|"spark status"|"status"|"stream"|"topic"|"topic compare"|"topic dump"|"topic list"|"version") path="${path:+$path }$word" ;;
         esac
     done
     if ((skip)); then
@@ -74,6 +74,8 @@ _mongocdc() {
             "spark status|--checkpoint") compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
             "spark status|--warehouse") compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
             "spark status|--output"|"spark status|-o") COMPREPLY=($(compgen -W "table json" -- "$cur")) ;;
+            "status|--output"|"status|-o") COMPREPLY=($(compgen -W "table json" -- "$cur")) ;;
+            "status|--config"|"status|-c") compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
             "stream|--output"|"stream|-o") COMPREPLY=($(compgen -W "table json" -- "$cur")) ;;
             "stream|--config"|"stream|-c") compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
             "topic compare|--output"|"topic compare|-o") COMPREPLY=($(compgen -W "table json" -- "$cur")) ;;
@@ -87,7 +89,7 @@ _mongocdc() {
         return
     fi
     case "$path" in
-        "") COMPREPLY=($(compgen -W "$([[ "$cur" == -* ]] && echo "--config -c --log-level --log-format --verbose -v --quiet -q --output -o --traceback --version -V --help" || echo "completions config discover failover offsets replicate signal snapshot spark stream topic version")" -- "$cur")) ;;
+        "") COMPREPLY=($(compgen -W "$([[ "$cur" == -* ]] && echo "--config -c --log-level --log-format --verbose -v --quiet -q --output -o --traceback --version -V --help" || echo "completions config discover failover offsets replicate signal snapshot spark status stream topic version")" -- "$cur")) ;;
         "completions") COMPREPLY=($(compgen -W "$([[ "$cur" == -* ]] && echo "--help" || echo "install show")" -- "$cur")) ;;
         "completions install") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--shell --prefix --output -o --help" -- "$cur")) ;;
         "completions show") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
@@ -111,11 +113,12 @@ _mongocdc() {
         "signal send pause-snapshot") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--id --channel --output -o --timeout --connection-string --bootstrap-servers --bootstrap-server --topic-prefix --config -c --help" -- "$cur")) ;;
         "signal send resume-snapshot") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--id --channel --output -o --timeout --connection-string --bootstrap-servers --bootstrap-server --topic-prefix --config -c --help" -- "$cur")) ;;
         "signal send stop-snapshot") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--collections --id --channel --output -o --timeout --connection-string --bootstrap-servers --bootstrap-server --topic-prefix --config -c --help" -- "$cur")) ;;
-        "snapshot") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--output -o --incremental --collections --filter --channel --wait --timeout --connection-string --topic-prefix --bootstrap-servers --bootstrap-server --offsets --name --metrics-port --config -c --help" -- "$cur")) ;;
+        "snapshot") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--output -o --incremental --collections --filter --channel --wait --timeout --connection-string --topic-prefix --bootstrap-servers --bootstrap-server --offsets --name --metrics-port --metrics-host --config -c --help" -- "$cur")) ;;
         "spark") COMPREPLY=($(compgen -W "$([[ "$cur" == -* ]] && echo "--help" || echo "run status")" -- "$cur")) ;;
         "spark run") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--warehouse --topics --topic-pattern --checkpoint --once --trigger-interval --format --changelog --columns --schema-file --starting-offsets --max-offsets-per-trigger --min-partitions --delete-retention --kafka-option --master --conf --packages --jars --submit --deletion-vectors --no-deletion-vectors --ui --dry-run --query-name --output -o --bootstrap-servers --bootstrap-server --topic-prefix --config -c --help" -- "$cur")) ;;
         "spark status") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--checkpoint --warehouse --stale-after --output -o --bootstrap-servers --bootstrap-server --help" -- "$cur")) ;;
-        "stream") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --bootstrap-server --offsets --name --metrics-port --config -c --help" -- "$cur")) ;;
+        "status") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--output -o --timeout --bootstrap-servers --bootstrap-server --offsets --name --group-id --config -c --help" -- "$cur")) ;;
+        "stream") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--output -o --connection-string --topic-prefix --bootstrap-servers --bootstrap-server --offsets --name --group-id --metrics-port --metrics-host --config -c --help" -- "$cur")) ;;
         "topic") COMPREPLY=($(compgen -W "$([[ "$cur" == -* ]] && echo "--help" || echo "compare dump list")" -- "$cur")) ;;
         "topic compare") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--prefix --output -o --timeout --bootstrap-servers --bootstrap-server --config -c --help" -- "$cur")) ;;
         "topic dump") [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--output -o --partition -p --offset --timestamp --format --key-only --raw --max-messages -n --timeout --follow -f --bootstrap-servers --bootstrap-server --config -c --help" -- "$cur")) ;;

@@ -96,7 +96,9 @@ def mongo_client(settings: Settings, *, listeners: list[PrimaryWatch] | None = N
     )
 
 
-def offset_store(settings: Settings, *, create: bool = True, owner: bool = False) -> OffsetStore:
+def offset_store(
+    settings: Settings, *, create: bool = True, owner: bool = False, task: str | None = None
+) -> OffsetStore:
     """The store ``offset.storage`` names, ready to use.
 
     ``kafka``: the cluster must answer (retries with the ``connect.*`` backoff) and the topic
@@ -107,7 +109,8 @@ def offset_store(settings: Settings, *, create: bool = True, owner: bool = False
 
     ``owner``: the connector ``settings.name`` runs on the store (``stream``, ``snapshot``), one instance of it
     at a time. ``sqlite`` takes the connector's lock (``FencedError``, exit 7, when another process holds it);
-    ``kafka`` registers the connector's transactional producer, which fences an older instance.
+    ``kafka`` registers the connector's transactional producer, which fences an older instance; with ``task`` (a
+    source partition, in a worker group) the task's own, which fences the worker that held the task before.
     """
     if settings.offset_storage == "sqlite":
         from mongocdc.offsets.sqlite import SqliteOffsetStore
@@ -125,6 +128,7 @@ def offset_store(settings: Settings, *, create: bool = True, owner: bool = False
             replication_factor=settings.offset_storage_replication_factor,
             timeout_s=request_timeout_s(settings),
             owner=settings.name if owner else None,
+            task=task,
         )
         try:
             store.connect(backoff(settings), create_topic=create)

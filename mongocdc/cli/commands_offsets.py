@@ -324,10 +324,20 @@ def _confirm(connector: str, where: str, changes: Sequence[OffsetChange], yes: b
     )
 
 
-def _refuse_running(store: OffsetStore, connector: str) -> None:
-    """``FencedError`` (exit 7) when ``connector`` runs on the (SQLite) store now: it would overwrite the change at
-    its next commit. A Kafka store cannot tell without fencing the running instance: nothing is checked."""
+def _refuse_running(store: OffsetStore, connector: str, settings: Settings) -> None:
+    """``FencedError`` (exit 7) when ``connector`` runs on the (SQLite) store now, or its worker group (``group.id``)
+    has workers: it would overwrite the change at its next commit. A Kafka store cannot tell without fencing a
+    running instance that is not in a group: that is not checked."""
     from mongocdc.offsets.sqlite import ConnectorLock, SqliteOffsetStore
+
+    if settings.group_id is not None:
+        from mongocdc import wiring_fleet
+
+        wiring_fleet.refuse_while_group_runs(
+            settings,
+            "a change of its offsets would be overwritten by the next commit of its tasks",
+            hint="stop the group's workers first (SIGTERM), then change the offsets",
+        )
 
     if isinstance(store, SqliteOffsetStore):
         pid = store.running(connector)
@@ -676,7 +686,7 @@ def reset(
             after = SourceOffset(Position(seconds, 0)).to_record()
             changes = [OffsetChange(p, "moved", stored.get(p), after) for p in targets]
         if changes:
-            _refuse_running(store, connector)
+            _refuse_running(store, connector, settings)
             _confirm(connector, _store_location(settings), changes, yes)
             _apply(store, connector, changes)
     finally:
@@ -743,7 +753,7 @@ def set_(
         sec, ord_ = cluster_time if cluster_time is not None else (kept.sec, kept.ord)
         after = SourceOffset(Position(sec, ord_, token)).to_record()
         changes = [OffsetChange(partition, "set", before, after)]
-        _refuse_running(store, connector)
+        _refuse_running(store, connector, settings)
         _confirm(connector, _store_location(settings), changes, yes)
         _apply(store, connector, changes)
     finally:
@@ -838,7 +848,7 @@ def import_(
         changes = [OffsetChange(t, action, stored.get(t), after) for t, _, after, _ in translated]
         _echo_notes(output, [(t, n) for t, _, _, ns in translated for n in ns])
         if not dry_run:
-            _refuse_running(store, settings.name)
+            _refuse_running(store, settings.name, settings)
             _confirm(settings.name, _store_location(settings), changes, yes)
             _apply(store, settings.name, changes)
     finally:

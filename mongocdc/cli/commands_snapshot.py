@@ -191,7 +191,7 @@ def render_incremental(output: Output, result: dict[str, Any], report: SnapshotR
         )
 
 
-@settings_flags(*CONNECTOR_FLAGS, "metrics.port")
+@settings_flags(*CONNECTOR_FLAGS, "metrics.port", "metrics.host")
 def snapshot(
     ctx: typer.Context,
     output: OutputOpt = Output.table,
@@ -257,10 +257,14 @@ def snapshot(
         return
     if collections or filters or wait:
         raise typer.BadParameter("--collections, --filter and --wait go with --incremental")
+    if settings.group_id is not None:
+        from mongocdc import wiring_fleet
+
+        wiring_fleet.refuse_while_group_runs(settings, "a snapshot of it here would run it a second time")
     metrics = Metrics(settings.name)
     with (
         stopper.installed(),
-        serve_metrics(metrics, settings.metrics_port),
+        serve_metrics(metrics, settings.metrics_port, settings.metrics_host),
         SnapshotProgressView() as progress,
         wiring.connector(settings, stop=stopper.event, on_progress=progress.update, metrics=metrics) as group,
     ):

@@ -10,12 +10,18 @@ import typer
 
 from mongocdc.cli import render
 from mongocdc.cli.graceful_stop import GracefulStop
-from mongocdc.cli.metrics_server import serve_metrics
+from mongocdc.cli.metrics_server import Health, serve_metrics
 from mongocdc.cli.options import CONNECTOR_FLAGS, OutputLinesOpt, examples, settings_flags
 from mongocdc.cli.progress import SnapshotProgressView, render_summary
 from mongocdc.cli.state import Output, state
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mongocdc.config import Settings
+    from mongocdc.engine.connector import TaskResult
+    from mongocdc.engine.fleet import Worker
+    from mongocdc.engine.metrics import Metrics
     from mongocdc.engine.streaming import StreamStats
 
 log = logging.getLogger("mongocdc.stream")
@@ -33,15 +39,19 @@ def status_line(stats: StreamStats) -> str:
 STREAM_EXAMPLES: Final = examples(
     "mongocdc stream -c connector.yaml",
     "mongocdc stream --connection-string 'mongodb://mongo1/?replicaSet=rs0' --topic-prefix shop --bootstrap-servers k1:9092",  # noqa: E501
+    "mongocdc stream -c connector.yaml --group-id shop-workers --metrics-port 9404 --metrics-host 0.0.0.0",
 )
 
 
-@settings_flags(*CONNECTOR_FLAGS, "metrics.port")
+@settings_flags(*CONNECTOR_FLAGS, "group.id", "metrics.port", "metrics.host")
 def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
-    """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset."""
+    """Stream every change into Kafka until SIGTERM/SIGINT, resuming from the stored offset.
+
+    With --group-id (group.id), run as one worker of a group: the processes with the same configuration and group
+    share the connector's tasks (one per source partition), and a stopped worker's tasks move to the others.
+    """
     from mongocdc import wiring
     from mongocdc.engine.metrics import Metrics
-    from mongocdc.engine.streaming import StreamStats
 
     settings = state(ctx).settings()
     metrics = Metrics(settings.name)
@@ -64,15 +74,63 @@ def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
                 log.info(line)
                 said[0] = line
 
+    health = Health()
+    if settings.group_id is not None:
+        result = _run_worker(settings, stopper, health, metrics, on_status)
+        _summary(output, result, stopper)
+        return
     with (
         stopper.installed(),
-        serve_metrics(metrics, settings.metrics_port),
+        serve_metrics(metrics, settings.metrics_port, settings.metrics_host, health),
         SnapshotProgressView() as progress,
         wiring.connector(
             settings, stop=stopper.event, on_status=on_status, on_progress=progress.update, metrics=metrics
         ) as task,
     ):
-        result = task.run()
+        health.set_ready(tasks=sorted(task.tasks))
+        try:
+            result = task.run()
+        except BaseException as exc:
+            health.set_failed(str(exc))
+            raise
+        finally:
+            health.set_not_ready("stopping")
+    _summary(output, result, stopper)
+
+
+def _run_worker(
+    settings: Settings,
+    stopper: GracefulStop,
+    health: Health,
+    metrics: Metrics,
+    on_status: Callable[[StreamStats], None],
+) -> TaskResult:
+    """Group mode (``group.id``): run the tasks the group assigns this worker until SIGTERM/SIGINT."""
+    from mongocdc import wiring_fleet
+
+    def changed(worker: Worker) -> None:
+        if worker.serving:
+            health.set_ready(group=settings.group_id, tasks=sorted(worker.tasks.values()))
+
+    with (
+        stopper.installed(),
+        serve_metrics(metrics, settings.metrics_port, settings.metrics_host, health),
+        wiring_fleet.worker(
+            settings, stop=stopper.event, on_status=on_status, metrics=metrics, on_change=changed
+        ) as worker,
+    ):
+        try:
+            return worker.run()
+        except BaseException as exc:
+            health.set_failed(str(exc))
+            raise
+        finally:
+            health.set_not_ready("stopping")
+
+
+def _summary(output: Output, result: TaskResult, stopper: GracefulStop) -> None:
+    from mongocdc.engine.streaming import StreamStats
+
     if result.snapshot is not None:
         if output is Output.json:  # a line of the stream's JSON lines, with its status as every line has
             render.print_json({"status": "snapshot", **result.snapshot.to_dict()})

@@ -25,6 +25,7 @@ from mongocdc.cli import (
     commands_signal,
     commands_snapshot,
     commands_spark,
+    commands_status,
     commands_stream,
 )
 from mongocdc.cli.options import examples
@@ -225,6 +226,7 @@ def version() -> None:
 app.command(epilog=commands_data.DISCOVER_EXAMPLES)(commands_data.discover)
 app.add_typer(commands_data.topic_app, name="topic")
 app.command(epilog=commands_stream.STREAM_EXAMPLES)(commands_stream.stream)
+app.command(epilog=commands_status.STATUS_EXAMPLES)(commands_status.status)
 app.command(epilog=commands_snapshot.SNAPSHOT_EXAMPLES)(commands_snapshot.snapshot)
 app.add_typer(commands_signal.signal_app, name="signal")
 app.add_typer(commands_offsets.offsets_app, name="offsets")

@@ -1,4 +1,9 @@
-"""A small HTTP endpoint for Prometheus: ``GET /metrics`` and ``GET /healthz`` (standard library only).
+"""A small HTTP endpoint for Prometheus and probes (standard library only).
+
+``GET /metrics``: the metrics; ``GET /health`` (liveness: 200 while the process works, 503 once a task failed and
+it is about to exit); ``GET /ready`` (readiness: 200 once the connector, or a group worker, runs its tasks, 503
+while it starts, stops or has failed); ``/healthz`` is ``/health``'s older name. The bodies are one JSON object
+(``{"status": "ready", ...}``), the status code is what a probe reads.
 
 The server runs in a daemon thread and answers each request on its own thread, so a slow
 scraper never blocks the connector; rendering takes the metrics lock only to copy the values.
@@ -8,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import logging
 import socket
 import threading
@@ -31,13 +37,56 @@ class PrometheusSource(Protocol):
     def to_prometheus(self) -> str: ...
 
 
+class Health:
+    """What ``/health`` and ``/ready`` answer, set by the command as it goes (thread-safe).
+
+    Starts alive and not ready (``starting``). :meth:`set_ready` when the tasks run (``detail`` is shown in the
+    body: the tasks a worker holds, say), :meth:`set_not_ready` while stopping or rebalancing, :meth:`set_failed`
+    when the process is about to exit with an error (``/health`` answers 503 from then on).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ready = False
+        self._why = "starting"
+        self._failure: str | None = None
+        self._detail: dict[str, Any] = {}
+
+    def set_ready(self, **detail: Any) -> None:
+        with self._lock:
+            self._ready, self._why, self._detail = True, "", dict(detail)
+
+    def set_not_ready(self, why: str, **detail: Any) -> None:
+        with self._lock:
+            self._ready, self._why, self._detail = False, why, dict(detail)
+
+    def set_failed(self, why: str) -> None:
+        with self._lock:
+            self._ready, self._failure = False, why
+
+    def health(self) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            if self._failure is not None:
+                return 503, {"status": "failed", "error": self._failure}
+            return 200, {"status": "up"}
+
+    def readiness(self) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            if self._failure is not None:
+                return 503, {"status": "failed", "error": self._failure}
+            if not self._ready:
+                return 503, {"status": "not ready", "reason": self._why, **self._detail}
+            return 200, {"status": "ready", **self._detail}
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True  # restart right after a stop (TIME_WAIT), never share a listening port
     allow_reuse_port = False
 
-    def __init__(self, address: tuple[str, int], source: PrometheusSource) -> None:
+    def __init__(self, address: tuple[str, int], source: PrometheusSource, health: Health) -> None:
         self.source = source
+        self.health = health
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, _Handler)
 
@@ -62,10 +111,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(500, b"could not render the metrics\n", "text/plain; charset=utf-8", send_body)
                 return
             self._send(200, body, CONTENT_TYPE, send_body)
-        elif path == "/healthz":
-            self._send(200, b"ok\n", "text/plain; charset=utf-8", send_body)
+        elif path in ("/health", "/healthz", "/ready"):
+            server = cast(_Server, self.server)
+            status, body_doc = server.health.readiness() if path == "/ready" else server.health.health()
+            body = (json.dumps(body_doc, default=str) + "\n").encode()
+            self._send(status, body, "application/json", send_body)
         else:
-            self._send(404, b"not found: try /metrics or /healthz\n", "text/plain; charset=utf-8", send_body)
+            self._send(404, b"not found: try /metrics, /health or /ready\n", "text/plain; charset=utf-8", send_body)
 
     def _send(self, status: int, body: bytes, content_type: str, send_body: bool) -> None:
         self.send_response(status)
@@ -87,8 +139,15 @@ class MetricsServer:
     (exit code 2) from :meth:`start`.
     """
 
-    def __init__(self, metrics: PrometheusSource, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
+    def __init__(
+        self,
+        metrics: PrometheusSource,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        health: Health | None = None,
+    ) -> None:
         self.metrics = metrics
+        self.health = health or Health()
         self.host = host
         self._port = port
         self._server: _Server | None = None
@@ -109,7 +168,7 @@ class MetricsServer:
         if self._server is not None:
             return self
         try:
-            server = _Server((self.host, self._port), self.metrics)
+            server = _Server((self.host, self._port), self.metrics, self.health)
         except OSError as exc:
             raise self._bind_error(exc) from exc
         self._server = server
@@ -165,11 +224,13 @@ class MetricsServer:
 
 
 @contextlib.contextmanager
-def serve_metrics(metrics: PrometheusSource, port: int, host: str = "127.0.0.1") -> Iterator[MetricsServer | None]:
-    """Serve ``/metrics`` for the duration of the block when ``port`` is not 0."""
+def serve_metrics(
+    metrics: PrometheusSource, port: int, host: str = "127.0.0.1", health: Health | None = None
+) -> Iterator[MetricsServer | None]:
+    """Serve ``/metrics``, ``/health`` and ``/ready`` for the duration of the block when ``port`` is not 0."""
     if not port:
         yield None
         return
-    with MetricsServer(metrics, host=host, port=port) as server:
+    with MetricsServer(metrics, host=host, port=port, health=health) as server:
         logging.getLogger("mongocdc.metrics").info("Prometheus metrics at %s", server.url)
         yield server

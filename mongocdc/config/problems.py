@@ -77,6 +77,12 @@ def consistency_problems(values: Mapping[str, object]) -> list[str]:
             "Kafka transaction; set offset.storage: kafka (--offsets kafka:TOPIC), or set exactly.once.support to "
             "requested (at least once with SQLite) or disabled"
         )
+    if values.get("group.id") is not None and values.get("offset.storage", "kafka") != "kafka":
+        problems.append(
+            f"group.id ({values['group.id']!r}) needs offset.storage: kafka: the workers of a group share the "
+            f"offsets of the tasks they hand over, and offset.storage is {values.get('offset.storage')}: set "
+            "offset.storage: kafka (and offset.storage.topic), or remove group.id to run every task in this process"
+        )
     initial, maximum = "connect.backoff.initial.delay.ms", "connect.backoff.max.delay.ms"
     first, most = values.get(initial), values.get(maximum)
     if isinstance(first, int) and isinstance(most, int) and most < first:

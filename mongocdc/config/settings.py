@@ -884,6 +884,42 @@ class Settings:
         validator=check_replication_factor,
     )
 
+    # --- worker group (several processes share a connector's tasks) ------------
+    group_id: str | None = setting(
+        "group.id",
+        _STRING,
+        None,
+        "Worker group (Kafka Connect's worker property): `stream` processes with the same configuration and "
+        "`group.id` share the connector's tasks (one per source partition) through Kafka's consumer-group "
+        "protocol; a stopped or failed worker's tasks move to the others. Needs `offset.storage: kafka`. Unset: "
+        "this process runs every task.",
+        flag=Flag("--group-id", "Join this worker group and run the tasks it assigns (group.id).", metavar="GROUP"),
+    )
+    group_tasks_topic: str | None = setting(
+        "group.tasks.topic",
+        _STRING,
+        None,
+        "Compacted topic of a worker group's tasks (one partition per task, its record names the source "
+        "partition); unset: `mongocdc-tasks.<group.id>`.",
+        validator=check_topic_name,
+    )
+    status_storage_topic: str | None = setting(
+        "status.storage.topic",
+        _STRING,
+        None,
+        "Compacted topic where a worker group's workers write each task's state and last error (Kafka Connect's "
+        "worker property), read by `mongocdc status`; unset: `mongocdc-status.<group.id>`.",
+        validator=check_topic_name,
+    )
+    session_timeout_ms: int = setting(
+        "session.timeout.ms",
+        _POSITIVE,
+        10000,
+        "Group mode: a worker that does not answer the group coordinator for this long (crashed, paused, cut "
+        "off) loses its tasks to the others (Kafka Connect's worker property; the broker bounds it with "
+        "`group.min.session.timeout.ms`). Heartbeats go every third of it (`kafka.heartbeat.interval.ms` sets them).",
+    )
+
     # --- monitoring ------------------------------------------------------------
     metrics_port: int = setting(
         "metrics.port",
@@ -893,6 +929,14 @@ class Settings:
         flag=Flag(
             "--metrics-port", "Serve Prometheus metrics on this port at /metrics (metrics.port; 0 turns it off)."
         ),
+    )
+    metrics_host: str = setting(
+        "metrics.host",
+        _STRING,
+        "127.0.0.1",
+        "Address the metrics endpoint (`/metrics`, `/health`, `/ready`) binds: 127.0.0.1 serves this machine only; "
+        "0.0.0.0 (or ::) every interface, for a scraper or probe in another pod or host.",
+        flag=Flag("--metrics-host", "Bind the metrics endpoint to this address (metrics.host).", metavar="ADDRESS"),
     )
 
     # --- not properties --------------------------------------------------------

@@ -134,6 +134,11 @@ class Metrics:
         with self._lock:
             self._state(partition)
 
+    def forget_partition(self, partition: str) -> None:
+        """Drop the partition's series: its task moved to another worker of a group, which reports it now."""
+        with self._lock:
+            self._partitions.pop(partition, None)
+
     def record_event(
         self,
         partition: str,

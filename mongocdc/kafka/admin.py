@@ -43,6 +43,16 @@ class GroupState:
     members: int
 
 
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    """A member of a consumer group as the coordinator describes it, with the partitions it was assigned."""
+
+    member_id: str
+    client_id: str
+    host: str
+    partitions: tuple[int, ...]
+
+
 class KafkaAdmin(KafkaClient):
     """An admin client of ``endpoint`` (metadata requests never create a topic: ``NO_AUTO_CREATE``)."""
 
@@ -188,6 +198,32 @@ class KafkaAdmin(KafkaClient):
             raise
         state = getattr(described.state, "name", str(described.state))
         return GroupState(state, len(described.members or []))
+
+    def group_members(self, group: str, topic: str) -> tuple[str, list[GroupMember]]:
+        """The group's state (``STABLE``, ``PREPARING_REBALANCE``, ``EMPTY``, ``DEAD`` when it does not exist…) and
+        its members, each with the partitions of ``topic`` assigned to it."""
+        self.check()
+        future = self._client.describe_consumer_groups([group], request_timeout=self.timeout_s)[group]
+        try:
+            described = self._result(future, f"describing group {group}")
+        except MongocdcError as exc:
+            if code_of(exc.__cause__) == KafkaError.GROUP_ID_NOT_FOUND:
+                return "DEAD", []
+            raise
+        members = []
+        for member in described.members or []:
+            assignment = getattr(member, "assignment", None)
+            parts = getattr(assignment, "topic_partitions", None) or []
+            members.append(
+                GroupMember(
+                    str(member.member_id),
+                    str(member.client_id),
+                    str(member.host),
+                    tuple(sorted(tp.partition for tp in parts if tp.topic == topic)),
+                )
+            )
+        state = getattr(described.state, "name", str(described.state))
+        return state, sorted(members, key=lambda m: (m.client_id, m.member_id))
 
     def alter_offsets(self, group: str, offsets: Offsets) -> None:
         """Set the group's committed offsets; raise when the request or any partition of it failed."""

@@ -15,7 +15,10 @@ watermark includes it then, so the next read sees it.
 The store of a running connector (``owner``) fences: its producer is transactional with ``transactional.id``
 ``mongocdc-offsets-<connector>``, ``connect`` calls ``init_transactions`` (which fences an older instance of the
 same connector), and each commit is a transaction of its own. A fenced store raises ``FencedError`` (exit 7)
-and writes nothing more. The replay reads committed records only (``isolation.level=read_committed``).
+and writes nothing more. In a worker group (``group.id``) the fence is per task: the store of one task
+(``task``, its source partition) has ``transactional.id`` ``mongocdc-offsets-<connector>-<partition>``,
+registered by the worker that takes the task, which fences the worker that held it before. The replay reads
+committed records only (``isolation.level=read_committed``).
 """
 
 from __future__ import annotations
@@ -61,9 +64,10 @@ CONSUMER_FORCED: dict[str, Any] = {
 }
 
 
-def transactional_id(connector: str) -> str:
-    """The ``transactional.id`` of a connector's offset producer: one live producer per connector."""
-    return f"mongocdc-offsets-{connector}"
+def transactional_id(connector: str, task: str | None = None) -> str:
+    """The ``transactional.id`` of a connector's offset producer: one live producer per connector, or per task
+    (source partition) of a connector run by a worker group."""
+    return f"mongocdc-offsets-{connector}" if task is None else f"mongocdc-offsets-{connector}-{task}"
 
 
 _TOPIC_HINT = "mongocdc creates the topic compacted when it does not exist"
@@ -135,9 +139,12 @@ class KafkaOffsetStore:
         timeout_s: float = 30.0,
         commit_timeout_s: float = 60.0,
         owner: str | None = None,
+        task: str | None = None,
     ) -> None:
         self._settings = dict(settings)
         self.owner = owner
+        self.task = task
+        self._txn_id = transactional_id(owner, task) if owner is not None else None
         self._fenced: FencedError | None = None
         self.topic = topic
         self.partitions = partitions
@@ -149,7 +156,7 @@ class KafkaOffsetStore:
             servers="kafka.bootstrap.servers (or --bootstrap-servers)",
             access_hint=f"grant the mongocdc principal read, write, create and describe-configs on topic {topic} "
             "(offset.storage.topic)"
-            + (f", and write and describe on transactional id {transactional_id(owner)}" if owner else "")
+            + (f", and write and describe on transactional id {transactional_id(owner, task)}" if owner else "")
             + ", or check the kafka.sasl.* settings",
         )
         self._admin: KafkaAdmin | None = None
@@ -182,9 +189,7 @@ class KafkaOffsetStore:
                 self._settings,
                 self._endpoint,
                 defaults={"message.timeout.ms": int(self.commit_timeout_s * 1000)},
-                forced=PRODUCER_FORCED
-                if self.owner is None
-                else {**PRODUCER_FORCED, "transactional.id": transactional_id(self.owner)},
+                forced=PRODUCER_FORCED if self.owner is None else {**PRODUCER_FORCED, "transactional.id": self._txn_id},
                 purpose=f"offset store {self.topic}",
                 room_timeout_s=self.commit_timeout_s,
                 note="; the previous offset is still the stored one",
@@ -237,19 +242,36 @@ class KafkaOffsetStore:
             )
         except FencedError as exc:
             raise self._fence(exc) from exc
+        if self.task is not None:
+            log.info(
+                "task %s of connector %r holds its offsets in %s (transactional.id %s; its previous owner is fenced)",
+                self.task,
+                self.owner,
+                self.topic,
+                self._txn_id,
+            )
+            return
         log.info(
             "connector %r holds its offsets in %s (transactional.id %s; an older instance of it is fenced)",
             self.owner,
             self.topic,
-            transactional_id(self.owner),
+            self._txn_id,
         )
 
     def _fence(self, exc: FencedError) -> FencedError:
         """The connector's ``FencedError``, kept: nothing is written after it."""
+        if self._fenced is None and self.task is not None:
+            self._fenced = FencedError(
+                f"task {self.task} of connector {self.owner!r} was fenced: another worker of the group took it over "
+                f"and registered its offsets in {self.topic} at {self._endpoint.where} (transactional.id "
+                f"{self._txn_id}); this worker stops and commits nothing more ({exc.message})",
+                hint="this worker lost its tasks while it did not answer the group (paused, cut off, or slower than "
+                "session.timeout.ms): the others run them; restart it to rejoin the group",
+            )
         if self._fenced is None:
             self._fenced = FencedError(
                 f"connector {self.owner!r} was fenced: another instance of it started and took over its offsets in "
-                f"{self.topic} at {self._endpoint.where} (transactional.id {transactional_id(self.owner or '')}); "
+                f"{self.topic} at {self._endpoint.where} (transactional.id {self._txn_id}); "
                 f"this one stops and commits nothing more ({exc.message})",
                 hint="run one instance per connector: stop the other one before starting this one again, or give "
                 "one of them another name",

@@ -249,6 +249,10 @@ def test_heartbeats_and_prometheus_metrics(tmp_path: Path, mongo_uri: str, kafka
                 return str(response.read().decode())
 
         wait_until(lambda: 'op="delete"' in scrape() and "} 1" in scrape(), "the metrics to count the events")
+        for probe in ("health", "ready"):  # the probes, next to the metrics
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/{probe}", timeout=5) as answer:  # noqa: S310
+                assert answer.status == 200
+                assert json.loads(answer.read())["status"] == ("up" if probe == "health" else "ready")
         text = scrape()
         assert f'mongocdc_events_total{{connector="it-{prefix}"' in text
         assert "mongocdc_milliseconds_behind_source" in text

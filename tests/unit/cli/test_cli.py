@@ -75,6 +75,19 @@ def test_missing_config_file_exits_3(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "absent.yaml" in capsys.readouterr().err
 
 
+def test_group_mode_without_the_kafka_offset_store_exits_3_and_status_without_a_group_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("name: c\nmongodb.connection.string: mongodb://127.0.0.1:1/\ntopic.prefix: p\n")
+    assert run(["--config", str(config), "stream", "--group-id", "fleet"]) == ExitCode.CONFIG
+    err = capsys.readouterr().err
+    assert "group.id ('fleet') needs offset.storage: kafka" in err and "offset.storage is sqlite" in err
+    assert run(["--config", str(config), "status"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "group.id is not set" in err and "mongocdc offsets show" in err
+
+
 def test_stream_requires_a_topic_prefix(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["stream", "--connection-string", "mongodb://127.0.0.1:1/"]) == ExitCode.CONFIG
     assert "topic.prefix" in capsys.readouterr().err
@@ -262,6 +275,8 @@ def test_settings_flags_override_the_properties_they_name(monkeypatch: pytest.Mo
         "topic.rename.format": "${topic}.replica",
         "groups": "app.*",
         "metrics.port": "9100",
+        "metrics.host": "0.0.0.0",
+        "group.id": "fleet",
     }
     assert set(values) == {name for name, prop in PROPERTIES.items() if prop.flag}
     monkeypatch.setenv("MONGOCDC_TOPIC_PREFIX", "fromenv")

@@ -71,7 +71,7 @@ def test_bash_completes_each_commands_options_and_their_values(workdir: Path) ->
     assert bash_complete(["mongocdc", "-c", "conn"], workdir) == ["connector.yaml"]
     assert bash_complete(["mongocdc", "stream", "--config", "con"], workdir) == ["connector.yaml"]
     # an option's value is not taken for a command: after -c FILE the command is still completed
-    assert bash_complete(["mongocdc", "-c", "topic", "st"], workdir) == ["stream"]
+    assert bash_complete(["mongocdc", "-c", "topic", "str"], workdir) == ["stream"]
     assert "--topic-prefix" in bash_complete(["mongocdc", "-c", "connector.yaml", "stream", "--t"], workdir)
 
 

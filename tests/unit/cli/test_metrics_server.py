@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import urllib.error
@@ -9,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from mongocdc.cli.metrics_server import CONTENT_TYPE, MetricsServer
+from mongocdc.cli.metrics_server import CONTENT_TYPE, Health, MetricsServer
 from mongocdc.engine.metrics import Metrics
 from mongocdc.errors import ExitCode, UsageError
 from tests.unit.engine.test_metrics import parse_exposition, sample
@@ -43,7 +44,7 @@ def test_metrics_are_scraped_over_http() -> None:
         families = parse_exposition(get(f"{base}/metrics?x=1")[2])
         assert sample(families, "mongocdc_events_total", connector="inventory", partition="rs0", op="create") == 2
 
-        assert get(f"{base}/healthz")[::2] == (200, "ok\n")
+        assert get(f"{base}/healthz")[::2] == (200, '{"status": "up"}\n')
         with pytest.raises(urllib.error.HTTPError) as missing:
             get(f"{base}/nothing")
         assert missing.value.code == 404
@@ -98,3 +99,40 @@ def test_start_and_stop_are_idempotent_and_the_port_can_be_reused() -> None:
     server.stop()
     with MetricsServer(Metrics("c"), port=port) as again:
         assert get(f"http://127.0.0.1:{again.port}/healthz")[0] == 200
+
+
+def probe(url: str) -> tuple[int, dict[str, object]]:
+    """A probe's view: the status code and the JSON body, whatever the code."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - a local test server
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_health_and_readiness_follow_the_commands_state() -> None:
+    health = Health()
+    with MetricsServer(Metrics("c"), port=0, health=health) as server:
+        base = f"http://127.0.0.1:{server.port}"
+        assert probe(f"{base}/health") == (200, {"status": "up"})
+        assert probe(f"{base}/ready") == (503, {"status": "not ready", "reason": "starting"})
+        health.set_ready(tasks=["shard00-rs"])
+        assert probe(f"{base}/ready") == (200, {"status": "ready", "tasks": ["shard00-rs"]})
+        health.set_not_ready("stopping")
+        assert probe(f"{base}/ready") == (503, {"status": "not ready", "reason": "stopping"})
+        assert probe(f"{base}/health")[0] == 200  # stopping is not a failure
+        health.set_failed("connector 'c' was fenced")
+        assert probe(f"{base}/health") == (503, {"status": "failed", "error": "connector 'c' was fenced"})
+        assert probe(f"{base}/ready")[0] == 503
+
+
+def test_the_server_binds_the_host_it_is_given() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe_socket:
+        probe_socket.connect(("192.0.2.1", 9))  # no packet is sent: this picks the address of a non-loopback route
+        address = probe_socket.getsockname()[0]
+    if address.startswith("127."):
+        pytest.skip("this machine has no address besides the loopback")
+    with MetricsServer(Metrics("c"), host="0.0.0.0", port=0) as every:  # noqa: S104 - what metrics.host allows
+        assert probe(f"http://{address}:{every.port}/health")[0] == 200
+    with MetricsServer(Metrics("c"), host="127.0.0.1", port=0) as loopback, pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"http://{address}:{loopback.port}/health", timeout=5)  # noqa: S310

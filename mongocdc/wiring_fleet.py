@@ -1,0 +1,366 @@
+"""Builds a worker of a group (``group.id``) from ``Settings``: ``mongocdc/engine/fleet.py`` over ``kafka/group.py``.
+
+Kept apart from ``wiring.py`` (whose factories it uses) so that group mode stays one module. What a task is made
+of is decided here, per task, when the worker takes it: a MongoDB client of its source partition, a producer
+(``KafkaSink``) and an offset store whose transactional producer has the task's own ``transactional.id``
+(``mongocdc-offsets-<connector>-<partition>``), which fences the task's previous owner; all of it is released
+when the worker gives the task up. (A task's exactly-once producer belongs there as well.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from mongocdc import wiring
+
+if TYPE_CHECKING:
+    from mongocdc.config import Settings
+    from mongocdc.engine.fleet import HeldTask, Worker
+    from mongocdc.engine.metrics import Metrics
+    from mongocdc.engine.snapshot import ProgressCallback
+    from mongocdc.engine.streaming import StreamStats
+    from mongocdc.kafka.group import TasksTopic
+    from mongocdc.sources.mongo.client import Client
+
+log = logging.getLogger("mongocdc.group")
+
+
+def tasks_topic(settings: Settings) -> str:
+    from mongocdc.kafka.group import tasks_topic_name
+
+    return settings.group_tasks_topic or tasks_topic_name(settings.require("group.id"))
+
+
+def status_topic(settings: Settings) -> str:
+    from mongocdc.kafka.group import status_topic_name
+
+    return settings.status_storage_topic or status_topic_name(settings.require("group.id"))
+
+
+def worker_client_id(settings: Settings) -> str:
+    """How a worker names itself to the group (``mongocdc status`` shows it): connector, host and process."""
+    return f"mongocdc-{settings.name}-{socket.gethostname()}-{os.getpid()}"
+
+
+class ShardListKeeper:
+    """Keeps the tasks topic in step with a sharded cluster's shard list (run by the worker holding task 0).
+
+    Every ``mongodb.poll.interval.ms`` the shard list is read; when it changed since the last look (or on the
+    first look), each shard without an active task gets one and each active task whose shard is gone is marked
+    removed: its holder ends it.
+    """
+
+    def __init__(self, settings: Settings, seed: Client, topic: TasksTopic) -> None:
+        self.settings = settings
+        self.seed = seed
+        self.topic = topic
+        self.interval_s = settings.mongodb_poll_interval_ms / 1000
+        self._due = 0.0
+        self._seen: frozenset[str] | None = None
+
+    def poll_if_due(self) -> None:
+        now = time.monotonic()
+        if now < self._due:
+            return
+        self._due = now + self.interval_s
+        try:
+            self.reconcile()
+        except Exception as exc:  # retried at the next poll
+            log.warning("could not compare the shard list with the group's tasks (retried): %s", exc)
+
+    def reconcile(self) -> None:
+        from mongocdc.kafka.group import latest_definitions
+        from mongocdc.sources.mongo.shards import replica_set_shards
+
+        current = frozenset(str(shard.replica_set) for shard in replica_set_shards(self.seed))
+        if current == self._seen:
+            return
+        defined = latest_definitions(self.topic.definitions())
+        for name in sorted(current):
+            known = defined.get(name)
+            if known is None or known.removed:
+                added = self.topic.add(self.settings.name, name)
+                log.info("shard replica set %s joined the cluster: it is task %d", name, added.index)
+        for name, definition in sorted(defined.items()):
+            if name not in current and not definition.removed:
+                self.topic.remove(definition)
+                log.info("shard replica set %s left the cluster: its task %d ends", name, definition.index)
+        self._seen = current
+
+
+@contextlib.contextmanager
+def worker(
+    settings: Settings,
+    *,
+    stop: threading.Event,
+    on_status: Callable[[StreamStats], None] | None = None,
+    on_progress: ProgressCallback | None = None,
+    metrics: Metrics | None = None,
+    on_change: Callable[[Worker], None] | None = None,
+) -> Iterator[Worker]:
+    """A worker of the group ``group.id``, ready to ``run``; resources closed on exit.
+
+    Start-up order: MongoDB (must answer, with change streams), the offset topic (created or checked), the
+    event topics known at start, the tasks topic (created with one task per source partition by the first
+    worker of the group); the group is joined in ``run()``.
+    """
+    from mongocdc.engine.fleet import HeldTask, TaskGone, Worker
+    from mongocdc.engine.metrics import Metrics
+    from mongocdc.errors import ConfigError
+    from mongocdc.kafka.group import GroupMember, StatusTopic, TasksTopic, check_connector
+    from mongocdc.sources.mongo.client import PrimaryWatch, connect
+    from mongocdc.sources.mongo.shards import replica_set_shards, shard_connection_string, shards_behind
+    from mongocdc.sources.mongo.topology import discover
+
+    group_id = settings.require("group.id")
+    envelope = wiring.codec(settings)
+    metrics = metrics or Metrics(settings.name)
+    with contextlib.ExitStack() as resources:
+        seed = wiring.mongo_client(settings)
+        resources.callback(seed.close)
+        topology = discover(seed)
+        topology.require_change_streams()
+        wiring.warn_unmatched_includes(settings, seed)
+        # The offset topic exists (created compacted) before a task needs it, and registering the connector's own
+        # transactional id fences an instance of it started without group.id (the tasks have ids of their own).
+        wiring.offset_store(settings, owner=True).close()
+        checker = wiring.kafka_sink(settings)
+        try:
+            checker.require_topics(wiring.start_topics(settings, seed))
+        finally:
+            checker.close()
+        shards = shards_behind(seed) if settings.mongodb_connection_mode == "replica_set" else []
+        per_shard = bool(shards)
+        partitions = sorted(str(shard.replica_set) for shard in shards) if per_shard else [topology.partition]
+        topic = tasks_topic(settings)
+        tasks = TasksTopic(
+            settings.kafka_client, topic, group_id=group_id, timeout_s=wiring.request_timeout_s(settings)
+        )
+        if not tasks.create(settings.name, partitions):
+            defined = tasks.definitions()
+            for definition in defined.values():
+                check_connector(definition, settings.name, topic)
+            if not defined:  # its creator stopped before defining the tasks: define them (the same definitions)
+                tasks.define(settings.name, partitions)
+            active = sorted(d.partition for d in defined.values() if not d.removed)
+            if defined and not per_shard and active != partitions:
+                raise ConfigError(
+                    f"the tasks topic {topic} of group {group_id!r} defines the tasks {', '.join(active) or 'none'}, "
+                    f"but this configuration captures {', '.join(partitions)} (mongodb.connection.mode="
+                    f"{settings.mongodb_connection_mode}): the workers of a group must run the same configuration",
+                    hint="run every worker with the same configuration; to change how the cluster is captured, "
+                    "give the group a new group.id (or delete the tasks topic while no worker runs)",
+                )
+        timeout_s = wiring.request_timeout_s(settings)
+        statuses = StatusTopic(settings.kafka_client, status_topic(settings), group_id=group_id, timeout_s=timeout_s)
+        statuses.ensure()
+        resources.callback(statuses.close)
+        worker_id = worker_client_id(settings)
+
+        def say(index: int, partition: str, state: str, error: BaseException | None) -> None:
+            statuses.publish(
+                settings.name,
+                index,
+                {
+                    "state": state,
+                    "partition": partition,
+                    "worker_id": worker_id,
+                    "trace": None if error is None else f"{type(error).__name__}: {error}",
+                    "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                },
+            )
+
+        log.info(
+            "worker of group %s for connector %r: %s, tasks in %s",
+            group_id,
+            settings.name,
+            f"one task per shard replica set ({', '.join(partitions)})"
+            if per_shard
+            else f"one task ({topology.kind.replace('_', ' ')} {topology.partition})",
+            topic,
+        )
+
+        def build(index: int, partition: str, stop_task: threading.Event) -> HeldTask:
+            with contextlib.ExitStack() as held:
+                watch = PrimaryWatch()
+                if per_shard:
+                    shard = next((s for s in replica_set_shards(seed) if str(s.replica_set) == partition), None)
+                    if shard is None:
+                        raise TaskGone(f"shard replica set {partition} is not in the cluster's shard list")
+                    assert settings.mongodb_connection_string is not None
+                    client = connect(
+                        shard_connection_string(settings.mongodb_connection_string, shard),
+                        wiring.backoff(settings),
+                        client_options=wiring.client_options(settings),
+                        event_listeners=[watch],
+                    )
+                    rs: str | None = str(shard.replica_set)
+                else:
+                    client = wiring.mongo_client(settings, listeners=[watch])
+                    rs = topology.replica_set
+                held.callback(client.close)
+                # the task's own transactional.id: registering it fences the worker that held the task before
+                store = wiring.offset_store(settings, owner=True, task=partition)
+                held.callback(store.close)
+                sink = wiring.kafka_sink(settings)
+                held.callback(sink.close)
+                task = wiring.connector_task(
+                    settings,
+                    client,
+                    rs,
+                    partition,
+                    watch,
+                    sink=sink,
+                    store=store,
+                    envelope=envelope.for_task(index),  # the taskId header: the task's number in the group
+                    stop=stop_task,
+                    on_status=on_status,
+                    on_progress=on_progress,
+                    metrics=metrics,
+                )
+                held.callback(metrics.forget_partition, partition)  # the next owner reports the task now
+                return HeldTask(task, held.pop_all().close)
+
+        def member(listener: Worker) -> GroupMember:
+            return GroupMember(
+                settings.kafka_client,
+                topic,
+                group_id=group_id,
+                listener=listener,
+                session_timeout_ms=settings.session_timeout_ms,
+                client_id=worker_id,
+                timeout_s=wiring.request_timeout_s(settings),
+            )
+
+        keeper = ShardListKeeper(settings, seed, tasks) if per_shard else None
+        yield Worker(
+            member, build, stop, connector=settings.name, keeper=keeper, on_change=on_change, on_task_state=say
+        )
+
+
+def group_status(settings: Settings) -> dict[str, Any]:
+    """The group's workers and the connector's tasks, as Kafka Connect's ``GET /connectors/<name>/status`` gives them.
+
+    Read from the group coordinator (members and the tasks each was assigned), the tasks topic (which source
+    partition each task captures) and the offset store (each task's stored position; its lag is the time since
+    the cluster time of that position, which MongoDB's periodic no-op writes advance on an idle replica set).
+    """
+    from mongocdc.errors import UsageError
+    from mongocdc.kafka.admin import KafkaAdmin
+    from mongocdc.kafka.group import StatusTopic, TasksTopic
+
+    group_id = settings.require("group.id")
+    topic = tasks_topic(settings)
+    timeout_s = wiring.request_timeout_s(settings)
+    tasks = TasksTopic(settings.kafka_client, topic, group_id=group_id, timeout_s=timeout_s)
+    admin = KafkaAdmin(settings.kafka_client, tasks.endpoint, purpose=f"group {group_id}", timeout_s=timeout_s)
+    admin.reach(wiring.backoff(settings))
+    if not tasks.exists():
+        raise UsageError(
+            f"worker group {group_id!r} has no tasks topic {topic} at {tasks.endpoint.where}: no worker of it has "
+            "started",
+            hint="start a worker (`mongocdc stream -c CONFIG` with this group.id), or check --group-id and "
+            "group.tasks.topic",
+        )
+    definitions = tasks.definitions()
+    state, members = admin.group_members(group_id, topic)
+    statuses = StatusTopic(settings.kafka_client, status_topic(settings), group_id=group_id, timeout_s=timeout_s)
+    said = statuses.read(settings.name)
+    store = wiring.offset_store(settings, create=False)
+    try:
+        offsets = {r.partition: r for r in store.records(settings.name)} if store.exists else {}
+    finally:
+        store.close()
+    holder = {task: member for member in members for task in member.partitions}
+    now = time.time()
+    shown_tasks: list[dict[str, Any]] = []
+    for index, definition in sorted(definitions.items()):
+        member = holder.get(index)
+        record = offsets.get(definition.partition)
+        sec = int(record.offset.get("sec", 0)) if record is not None else 0
+        last = said.get(index, {})
+        failed = last.get("state") == "FAILED" and last.get("partition") == definition.partition
+        if definition.removed:
+            task_state = "REMOVED"
+        elif member is not None:
+            task_state = "RUNNING"
+        else:
+            task_state = "FAILED" if failed else "UNASSIGNED"
+        shown_tasks.append(
+            {
+                "id": index,
+                "partition": definition.partition,
+                "state": task_state,
+                "worker_id": member.client_id if member is not None else None,
+                "position": None if record is None else {"sec": sec, "ord": int(record.offset.get("ord", 0))},
+                "lag_seconds": round(max(now - sec, 0.0), 1) if sec > 0 else None,
+                "committed_at": None if record is None else record.updated_at.isoformat(),
+                "snapshot": _snapshot_running(record.offset if record is not None else {}),
+                "last_error": last.get("trace") if failed else None,
+                "failed_at": last.get("at") if failed else None,
+                "failed_on": last.get("worker_id") if failed else None,
+            }
+        )
+    states = {t["state"] for t in shown_tasks}
+    return {
+        "name": settings.name,
+        "type": "source",
+        # as Kafka Connect's: the connector runs while a worker of its group does; FAILED when every task failed
+        "connector": {
+            "state": "RUNNING" if members else "FAILED" if states == {"FAILED"} else "UNASSIGNED",
+            "worker_id": members[0].client_id if members else None,
+        },
+        "group": group_id,
+        "group_state": state,
+        "tasks_topic": topic,
+        "workers": [
+            {
+                "worker_id": m.client_id,
+                "member_id": m.member_id,
+                "host": m.host,
+                "tasks": [
+                    {"id": t, "partition": definitions[t].partition if t in definitions else None} for t in m.partitions
+                ],
+            }
+            for m in members
+        ],
+        "tasks": shown_tasks,
+    }
+
+
+def _snapshot_running(offset: Mapping[str, Any]) -> str | None:
+    """``initial`` or ``incremental`` while the stored offset says such a snapshot is unfinished."""
+    if offset.get("initsync"):
+        return "initial"
+    if offset.get("incremental_snapshot"):
+        return "incremental"
+    return None
+
+
+def refuse_while_group_runs(settings: Settings, what: str, *, hint: str | None = None) -> None:
+    """``FencedError`` (exit 7) when workers of ``group.id`` run the connector; ``what`` says what would go wrong."""
+    from mongocdc.errors import FencedError
+    from mongocdc.kafka.admin import KafkaAdmin
+    from mongocdc.kafka.errors import Endpoint
+
+    group_id = settings.require("group.id")
+    endpoint = Endpoint.of(settings.kafka_client, servers="kafka.bootstrap.servers (or --bootstrap-servers)")
+    admin = KafkaAdmin(settings.kafka_client, endpoint, purpose=f"group {group_id}")
+    admin.reach(wiring.backoff(settings))
+    _, members = admin.group_members(group_id, tasks_topic(settings))
+    if members:
+        raise FencedError(
+            f"connector {settings.name!r} is running in worker group {group_id!r} ({len(members)} "
+            f"worker{'' if len(members) == 1 else 's'}): {what}",
+            hint=hint
+            or "stop the group's workers first (SIGTERM), or use `mongocdc snapshot --incremental`, which asks the "
+            "running connector for a snapshot",
+        )

@@ -1,0 +1,494 @@
+"""A worker group (``group.id``): several ``mongocdc stream`` processes share a sharded cluster's tasks.
+
+Real components: the suite's Kafka broker (its group coordinator assigns the tasks), the sharded stand-in of
+``tests/services/sharded.py`` (a SecantusDB replica set per shard), ``mongocdc stream`` processes. Each test has
+its own group, connector, topics and database; the workers are killed by the fixture whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo import MongoClient
+
+from mongocdc.errors import ExitCode
+from mongocdc.kafka.admin import KafkaAdmin
+from mongocdc.kafka.errors import Endpoint
+from mongocdc.offsets.kafka import KafkaOffsetStore
+from tests.integration.helpers import CliProcess, decode, read_topic, run_cli, wait_until
+from tests.integration.test_stream_e2e import write_config
+from tests.services.mongo import free_port
+from tests.services.sharded import ShardedCluster
+
+pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
+
+SESSION_MS = 6000  # the broker's group.min.session.timeout.ms: a crashed worker's tasks move after 6 s
+Doc = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShardedCluster]:
+    with ShardedCluster(shards=3, data_dir=tmp_path_factory.mktemp("fleet")) as sharded:
+        yield sharded
+
+
+class Fleet:
+    """The workers of one group, started from one configuration; ``close`` kills what still runs."""
+
+    def __init__(
+        self, tmp_path: Path, cluster: ShardedCluster, bootstrap: str, db: str | None = None, **extra: Any
+    ) -> None:
+        self.cluster = cluster
+        self.bootstrap = bootstrap
+        self.db = db or f"it_{uuid.uuid4().hex[:12]}"
+        self.prefix = f"p{uuid.uuid4().hex[:8]}"
+        self.group = f"g-{self.prefix}"
+        self.connector = f"it-{self.prefix}"
+        self.offsets_topic = f"{self.prefix}-offsets"
+        self.tasks_topic = f"mongocdc-tasks.{self.group}"
+        self.topic = f"{self.prefix}.{self.db}.orders"
+        properties = {
+            "mongodb.connection.mode": "replica_set",
+            "mongodb.poll.interval.ms": 500,
+            "offset.storage": "kafka",
+            "offset.storage.topic": self.offsets_topic,
+            "offset.storage.partitions": 1,
+            "group.id": self.group,
+            "session.timeout.ms": SESSION_MS,
+            **extra,
+        }
+        self.config = write_config(tmp_path, cluster.config_uri, bootstrap, self.db, self.prefix, properties)
+        self.workers: list[CliProcess] = []
+        self.admin = KafkaAdmin({"bootstrap.servers": bootstrap}, Endpoint.of({"bootstrap.servers": bootstrap}))
+        self.clients: dict[str, MongoClient[Doc]] = {}
+
+    def start(self, n: int = 1, *args: str) -> list[CliProcess]:
+        started = [CliProcess("--config", str(self.config), "stream", *args) for _ in range(n)]
+        self.workers += started
+        return started
+
+    def client(self, shard: str) -> MongoClient[Doc]:
+        if shard not in self.clients:
+            self.clients[shard] = MongoClient(self.cluster.uri_of(self.cluster.shards[shard]))
+        return self.clients[shard]
+
+    def assignment(self) -> dict[int, tuple[int, ...]]:
+        """Each live worker's tasks, by process id (from the group coordinator's description)."""
+        _, members = self.admin.group_members(self.group, self.tasks_topic)
+        return {int(m.client_id.rsplit("-", 1)[1]): m.partitions for m in members}
+
+    def holder(self, task: int) -> CliProcess:
+        pids = [pid for pid, tasks in self.assignment().items() if task in tasks]
+        assert len(pids) == 1, self.assignment()
+        return next(w for w in self.workers if w.proc.pid == pids[0])
+
+    def streams_open(self, worker: CliProcess) -> int:
+        return worker.stderr.count("change stream open")
+
+    def ids(self) -> Counter[str]:
+        """How often each ``_id`` was written to the topic as a create or a snapshot read (a duplicate counts twice)."""
+        found: Counter[str] = Counter()
+        for msg in read_topic(self.bootstrap, self.topic, timeout=30):
+            key, value = decode(msg)
+            if value is not None and value["op"] in ("c", "r"):
+                found[json.loads(key["id"])] += 1
+        return found
+
+    def stored(self) -> dict[str, Doc]:
+        store = KafkaOffsetStore({"bootstrap.servers": self.bootstrap}, self.offsets_topic, timeout_s=20)
+        try:
+            return {r.partition: dict(r.offset) for r in store.records(self.connector)}
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.kill()
+        for client in self.clients.values():
+            client.close()
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str) -> Iterator[Fleet]:
+    group = Fleet(tmp_path, cluster, kafka_bootstrap)
+    try:
+        yield group
+    finally:
+        group.close()
+
+
+class Writer(threading.Thread):
+    """Inserts ``<shard>-<n>`` into each shard's ``orders`` in turn until stopped."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        super().__init__(daemon=True)
+        self.fleet = fleet
+        self.done = threading.Event()
+        self.written: list[str] = []
+
+    def run(self) -> None:
+        n = 0
+        while not self.done.is_set():
+            for shard in sorted(self.fleet.cluster.shards):
+                _id = f"{shard}-{n}"
+                self.fleet.client(shard)[self.fleet.db].orders.insert_one({"_id": _id})
+                self.written.append(_id)
+            n += 1
+            self.done.wait(0.02)
+
+    def stop(self) -> list[str]:
+        self.done.set()
+        self.join(timeout=30)
+        return self.written
+
+
+def shares(fleet: Fleet, n_workers: int) -> bool:
+    """Every task held by exactly one of ``n_workers`` live workers, none holding more than its share."""
+    assignment = fleet.assignment()
+    tasks = sorted(t for held in assignment.values() for t in held)
+    n_tasks = len(fleet.cluster.shards)
+    most = -(-n_tasks // n_workers)
+    return (
+        len(assignment) == n_workers
+        and tasks == list(range(n_tasks))
+        and all(len(held) <= most for held in assignment.values())
+    )
+
+
+def all_streaming(fleet: Fleet) -> bool:
+    """Each live worker has a change stream open per task it holds (counted since it started)."""
+    live = {w.proc.pid: w for w in fleet.workers if w.proc.poll() is None}
+    return all(fleet.streams_open(live[pid]) >= len(tasks) for pid, tasks in fleet.assignment().items() if pid in live)
+
+
+def test_three_workers_share_the_tasks_and_a_graceful_stop_hands_them_over_with_nothing_lost_or_twice(
+    fleet: Fleet,
+) -> None:
+    workers = fleet.start(3)
+    wait_until(lambda: shares(fleet, 3), "three workers holding one task each", timeout=120)
+    wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+    wait_until(lambda: len(fleet.stored()) == 3, "every task's first commit")
+
+    shown = run_cli("--config", str(fleet.config), "status", "--output", "json")
+    assert shown.returncode == 0, shown.stderr
+    status = json.loads(shown.stdout)
+    assert status["name"] == fleet.connector and status["group"] == fleet.group
+    assert status["type"] == "source" and status["connector"]["state"] == "RUNNING"
+    assert sorted(int(w["worker_id"].rsplit("-", 1)[1]) for w in status["workers"]) == sorted(
+        w.proc.pid for w in workers
+    )
+    assert sorted(len(w["tasks"]) for w in status["workers"]) == [1, 1, 1]
+    assert [(t["id"], t["partition"], t["state"]) for t in status["tasks"]] == [
+        (0, "shard00-rs", "RUNNING"),
+        (1, "shard01-rs", "RUNNING"),
+        (2, "shard02-rs", "RUNNING"),
+    ]
+    assert all(t["position"]["sec"] > 0 and t["lag_seconds"] is not None for t in status["tasks"])
+    table = run_cli("--config", str(fleet.config), "status")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.count("RUNNING") == 3 and f"group {fleet.group}" in table.stdout
+    snapshot = run_cli("--config", str(fleet.config), "snapshot")  # would run the group's connector a second time
+    assert snapshot.returncode == ExitCode.FENCED, snapshot.stderr
+    assert f"is running in worker group '{fleet.group}' (3 workers)" in snapshot.stderr
+    reset = run_cli("--config", str(fleet.config), "offsets", "reset", "--yes")  # the tasks would overwrite it
+    assert reset.returncode == ExitCode.FENCED, reset.stderr
+    assert "a change of its offsets would be overwritten" in reset.stderr
+
+    writer = Writer(fleet)
+    writer.start()
+    try:
+        wait_until(lambda: len(fleet.ids()) >= 30, "changes of every shard in Kafka")
+        leaving = fleet.holder(0)
+        assert leaving.stop(signal.SIGTERM) == 0, leaving.stderr
+        assert "stopping and committing them first" in leaving.stderr or "left the group" in leaving.stderr
+        wait_until(lambda: shares(fleet, 2), "the two others holding every task", timeout=60)
+        taker = fleet.holder(0)
+        wait_until(lambda: "task 0 (shard00-rs): taking it over" in taker.stderr, "task 0 taken over")
+        wait_until(lambda: all_streaming(fleet), "every task streaming again", timeout=60)
+        mark = len(writer.written)
+        wait_until(lambda: len(fleet.ids()) >= mark + 30, "changes after the handover")
+    finally:
+        written = writer.stop()
+    wait_until(lambda: set(written) <= set(fleet.ids()), "every change in Kafka", timeout=60)
+    counted = fleet.ids()
+    assert set(counted) == set(written)  # nothing lost
+    assert [i for i, n in counted.items() if n > 1] == []  # nothing twice: the handover committed first
+    for worker in fleet.workers:
+        if worker.proc.poll() is None:
+            assert worker.stop(signal.SIGTERM) == 0, worker.stderr
+    assert sorted(fleet.stored()) == ["shard00-rs", "shard01-rs", "shard02-rs"]
+
+
+def test_a_killed_workers_tasks_resume_elsewhere_after_the_session_timeout_with_nothing_lost(fleet: Fleet) -> None:
+    fleet.start(2)
+    wait_until(lambda: shares(fleet, 2), "two workers sharing three tasks", timeout=120)
+    wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+    writer = Writer(fleet)
+    writer.start()
+    try:
+        wait_until(lambda: len(fleet.ids()) >= 30, "changes of every shard in Kafka")
+        killed = fleet.holder(0)
+        killed.proc.kill()
+        assert killed.proc.wait(timeout=30) == -signal.SIGKILL
+        survivor = next(w for w in fleet.workers if w is not killed)
+        # the coordinator waits out the killed worker's session, then gives its tasks to the survivor
+        wait_until(lambda: shares(fleet, 1), "the survivor holding every task", timeout=SESSION_MS / 1000 + 60)
+        wait_until(lambda: "task 0 (shard00-rs): taking it over" in survivor.stderr, "task 0 resumed")
+        wait_until(lambda: fleet.streams_open(survivor) >= 3, "every task streaming on the survivor", timeout=60)
+        mark = len(writer.written)
+        wait_until(lambda: len(fleet.ids()) >= mark + 30, "changes after the takeover")
+    finally:
+        written = writer.stop()
+    wait_until(lambda: set(written) <= set(fleet.ids()), "every change in Kafka", timeout=60)
+    assert set(fleet.ids()) == set(written)  # nothing lost (at least once: what the killed one sent twice may repeat)
+    assert survivor.stop(signal.SIGTERM) == 0, survivor.stderr
+
+
+def test_a_paused_worker_whose_tasks_moved_is_fenced_when_it_comes_back_and_commits_nothing(fleet: Fleet) -> None:
+    fleet.start(2)
+    wait_until(lambda: shares(fleet, 2), "two workers sharing three tasks", timeout=120)
+    wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+    paused = fleet.holder(0)
+    other = next(w for w in fleet.workers if w is not paused)
+    orders = fleet.client("shard00")[fleet.db].orders
+    orders.insert_one({"_id": "before-pause"})
+    wait_until(lambda: "before-pause" in fleet.ids(), "a change of shard00 in Kafka")
+    wait_until(lambda: position(fleet) > (0, 0), "the first owner's commit")
+    paused.proc.send_signal(signal.SIGSTOP)
+    paused_at = position(fleet)
+    try:
+        wait_until(lambda: shares(fleet, 1), "the other worker holding every task", timeout=SESSION_MS / 1000 + 60)
+        wait_until(lambda: "task 0 (shard00-rs): taking it over" in other.stderr, "task 0 taken over")
+        wait_until(lambda: "its previous owner is fenced" in other.stderr, "the task's new owner registered")
+        orders.insert_one({"_id": "while-paused"})
+        wait_until(lambda: "while-paused" in fleet.ids(), "the new owner streaming shard00")
+        wait_until(lambda: position(fleet) > paused_at, "the new owner's commit past the paused one's")
+        before = position(fleet)
+    finally:
+        paused.proc.send_signal(signal.SIGCONT)
+    assert paused.proc.wait(timeout=60) == ExitCode.FENCED, paused.stderr
+    assert "lost its tasks" in paused.stderr or "was fenced" in paused.stderr
+    assert position(fleet) >= before  # the paused one committed nothing (its position was older)
+    orders.insert_one({"_id": "after-fence"})
+    wait_until(lambda: "after-fence" in fleet.ids(), "the new owner streaming on")
+    assert other.proc.poll() is None
+    assert other.stop(signal.SIGTERM) == 0, other.stderr
+
+
+def position(fleet: Fleet) -> tuple[int, int]:
+    """The stored position of shard00's task: ``(sec, ord)``, ``(0, 0)`` before its first commit."""
+    offset = fleet.stored().get("shard00-rs") or {}
+    return int(offset.get("sec", 0)), int(offset.get("ord", 0))
+
+
+def test_an_incremental_snapshot_goes_on_where_it_was_when_its_task_moves_to_another_worker(
+    tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
+) -> None:
+    db = f"it_{uuid.uuid4().hex[:12]}"
+    fleet = Fleet(
+        tmp_path,
+        cluster,
+        kafka_bootstrap,
+        db,
+        **{
+            "snapshot.mode": "no_data",
+            "signal.data.collection": f"{db}.signals",
+            "incremental.snapshot.chunk.size": 50,
+            "collection.exclude.list": f"{db}\\.signals",
+        },
+    )
+    big = f"{fleet.prefix}.{db}.big"
+
+    def reads() -> set[int]:
+        return {
+            json.loads(decode(m)[0]["id"])
+            for m in read_topic(kafka_bootstrap, big, timeout=30)
+            if (decode(m)[1] or {}).get("op") == "r"
+        }
+
+    try:
+        shard00 = fleet.client("shard00")[db]
+        shard00.big.insert_many([{"_id": i, "pad": "x" * 200} for i in range(3000)])
+        fleet.start(2)
+        wait_until(lambda: shares(fleet, 2), "two workers sharing three tasks", timeout=120)
+        wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+        leaving = fleet.holder(0)
+        shard00.signals.insert_one(
+            {"_id": "snap-1", "type": "execute-snapshot", "data": {"data-collections": [f"{db}.big"]}}
+        )
+        wait_until(lambda: len(reads()) >= 300, "the incremental snapshot under way")
+        assert leaving.stop(signal.SIGTERM) == 0, leaving.stderr
+        read_before = reads()
+        assert len(read_before) < 3000, "the snapshot ended before its task moved: nothing tested"
+        taker = next(w for w in fleet.workers if w is not leaving)
+        wait_until(lambda: "task 0 (shard00-rs): taking it over" in taker.stderr, "task 0 taken over")
+        wait_until(lambda: "continuing incremental snapshot" in taker.stderr, "the snapshot continued")
+        wait_until(lambda: reads() == set(range(3000)), "every document read", timeout=120)
+        assert taker.stop(signal.SIGTERM) == 0, taker.stderr
+    finally:
+        fleet.close()
+
+
+def probe(port: int, path: str) -> tuple[int, Doc]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:  # noqa: S310
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+    except OSError:
+        return 0, {}
+
+
+def test_one_task_runs_on_one_worker_the_other_is_a_ready_standby_that_takes_it_over(
+    tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
+) -> None:
+    fleet = Fleet(tmp_path, cluster, kafka_bootstrap, **{"mongodb.connection.mode": "sharded"})  # one task
+    ports = [free_port(), free_port()]
+    try:
+        first = fleet.start(1, "--metrics-port", str(ports[0]))[0]
+        wait_until(lambda: probe(ports[0], "/ready")[1].get("tasks") == ["configRS"], "the first worker's task")
+        standby = fleet.start(1, "--metrics-port", str(ports[1]))[0]
+        wait_until(
+            lambda: probe(ports[1], "/ready") == (200, {"status": "ready", "group": fleet.group, "tasks": []}),
+            "the standby ready",
+        )
+        assert probe(ports[0], "/health") == (200, {"status": "up"})
+        client: MongoClient[Doc] = MongoClient(cluster.config_uri)  # the replica set captured (no mongos here)
+        try:
+            client[fleet.db].orders.insert_one({"_id": "before"})
+            wait_until(lambda: "before" in fleet.ids(), "the first worker's change")
+            assert first.stop(signal.SIGTERM) == 0, first.stderr
+            wait_until(lambda: probe(ports[1], "/ready")[1].get("tasks") == ["configRS"], "the standby holding it")
+            client[fleet.db].orders.insert_one({"_id": "after"})
+            wait_until(lambda: "after" in fleet.ids(), "the standby streaming")
+        finally:
+            client.close()
+        assert fleet.ids() == Counter({"before": 1, "after": 1})
+        assert standby.stop(signal.SIGTERM) == 0, standby.stderr
+    finally:
+        fleet.close()
+
+
+def test_a_worker_whose_configuration_captures_other_tasks_than_the_group_defines_exits_3(
+    tmp_path: Path, fleet: Fleet
+) -> None:
+    (worker,) = fleet.start(1)
+    wait_until(lambda: shares(fleet, 1), "the group's tasks assigned", timeout=120)
+    other = tmp_path / "other.yaml"
+    other.write_text(
+        fleet.config.read_text().replace('mongodb.connection.mode: "replica_set"', "mongodb.connection.mode: sharded")
+    )
+    result = run_cli("--config", str(other), "stream", timeout=120)
+    assert result.returncode == ExitCode.CONFIG, result.stderr
+    assert "the workers of a group must run the same configuration" in result.stderr
+    assert "shard00-rs, shard01-rs, shard02-rs" in result.stderr
+    assert worker.proc.poll() is None
+    assert worker.stop(signal.SIGTERM) == 0, worker.stderr
+
+
+def test_a_starting_worker_fences_an_instance_of_the_connector_run_without_group_id(
+    tmp_path: Path, fleet: Fleet
+) -> None:
+    alone = tmp_path / "alone.yaml"
+    alone.write_text("\n".join(line for line in fleet.config.read_text().splitlines() if "group.id" not in line))
+    standalone = CliProcess("--config", str(alone), "stream")
+    fleet.workers.append(standalone)  # killed by the fixture whatever happens
+    wait_until(lambda: fleet.streams_open(standalone) >= 3, "the standalone instance streaming every shard")
+    (worker,) = fleet.start(1)
+    wait_until(lambda: shares(fleet, 1), "the worker holding every task", timeout=120)
+    orders = fleet.client("shard01")[fleet.db].orders
+    orders.insert_one({"_id": "after-the-worker"})  # the standalone one's next commit is refused
+    assert standalone.proc.wait(timeout=60) == ExitCode.FENCED, standalone.stderr
+    assert f"connector '{fleet.connector}' was fenced" in standalone.stderr
+    wait_until(lambda: "after-the-worker" in fleet.ids(), "the worker streaming")
+    assert worker.stop(signal.SIGTERM) == 0, worker.stderr
+
+
+def test_group_mode_needs_the_kafka_offset_store(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "name: c\nmongodb.connection.string: mongodb://127.0.0.1:1/?replicaSet=rs0\ntopic.prefix: p\n"
+        "kafka.bootstrap.servers: 127.0.0.1:1\ngroup.id: fleet\n"
+    )
+    result = run_cli("--config", str(config), "stream", timeout=60)
+    assert result.returncode == ExitCode.CONFIG, result.stderr
+    assert "group.id ('fleet') needs offset.storage: kafka" in result.stderr
+
+
+def test_a_shard_added_while_the_group_runs_becomes_a_task_and_a_removed_one_ends_its_task(
+    tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    with ShardedCluster(shards=2, data_dir=tmp_path / "cluster") as cluster:
+        fleet = Fleet(tmp_path, cluster, kafka_bootstrap)
+        try:
+            workers = fleet.start(2)
+            wait_until(lambda: shares(fleet, 2), "two workers holding one task each", timeout=120)
+            wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+            added = cluster.add_shard()
+            assert added.repl_set == "shard02-rs"
+            wait_until(lambda: shares(fleet, 2), "the new shard's task assigned", timeout=90)
+            wait_until(
+                lambda: any("task 2 (shard02-rs): taking it over" in w.stderr for w in workers), "the new task started"
+            )
+            fleet.client("shard02")[fleet.db].orders.insert_one({"_id": "on-new-shard"})
+            wait_until(lambda: "on-new-shard" in fleet.ids(), "the new shard's change in Kafka", timeout=90)
+
+            removed = cluster.shards["shard00"]
+            fleet.client("shard00")  # connected before the shard is dropped from the list
+            cluster.remove_shard("shard00", stop_server=False)
+            try:
+                wait_until(
+                    lambda: any("shard00-rs left: its task stops" in w.stderr for w in workers),
+                    "the removed shard's task to end",
+                    timeout=90,
+                )
+                fleet.client("shard01")[fleet.db].orders.insert_one({"_id": "after-shard00-left"})
+                wait_until(lambda: "after-shard00-left" in fleet.ids(), "a shard still in the cluster streaming on")
+                assert all(w.proc.poll() is None for w in workers)
+            finally:
+                removed.stop()
+            for worker in workers:
+                assert worker.stop(signal.SIGTERM) == 0, worker.stderr
+        finally:
+            fleet.close()
+
+
+def test_a_failed_task_stops_its_worker_and_status_says_why(tmp_path: Path, kafka_bootstrap: str) -> None:
+    with ShardedCluster(shards=1, data_dir=tmp_path / "cluster") as cluster:
+        fleet = Fleet(
+            tmp_path,
+            cluster,
+            kafka_bootstrap,
+            **{
+                "connect.max.attempts": 2,
+                "connect.backoff.initial.delay.ms": 100,
+                "connect.backoff.max.delay.ms": 200,
+                "connect.timeout.ms": 1000,
+                "mongodb.server.selection.timeout.ms": 1000,
+            },
+        )
+        try:
+            (worker,) = fleet.start(1)
+            wait_until(lambda: shares(fleet, 1), "the worker holding the task", timeout=120)
+            wait_until(lambda: all_streaming(fleet), "the task streaming", timeout=120)
+            cluster.shards["shard00"].stop()  # the task's server goes away: it fails after its retries
+            assert worker.proc.wait(timeout=120) == ExitCode.UNREACHABLE, worker.stderr
+            shown = run_cli("--config", str(fleet.config), "status", "--output", "json")
+            assert shown.returncode == 0, shown.stderr
+            shown_status = json.loads(shown.stdout)
+            assert shown_status["connector"]["state"] == "FAILED" and shown_status["workers"] == []
+            (task,) = shown_status["tasks"]
+            assert task["state"] == "FAILED", task
+            assert "unreachable" in task["last_error"] and task["failed_on"].endswith(f"-{worker.proc.pid}")
+        finally:
+            fleet.close()
