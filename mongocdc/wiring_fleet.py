@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mongocdc.engine.snapshot import ProgressCallback
     from mongocdc.engine.streaming import StreamStats
     from mongocdc.kafka.group import TasksTopic
+    from mongocdc.offsets.base import OffsetStore
     from mongocdc.sources.mongo.client import Client
 
 log = logging.getLogger("mongocdc.group")
@@ -210,7 +211,11 @@ def worker(
                 # the task's own transactional.id: registering it fences the worker that held the task before
                 store = wiring.offset_store(settings, owner=True, task=partition)
                 held.callback(store.close)
-                sink = wiring.kafka_sink(settings)
+                task_store: OffsetStore = store
+                if wiring.exactly_once(settings):  # the task's transactional sink fences the last owner's too
+                    sink, task_store = wiring.exactly_once_task(settings, store, partition, metrics)
+                else:
+                    sink = wiring.kafka_sink(settings)
                 held.callback(sink.close)
                 task = wiring.connector_task(
                     settings,
@@ -219,7 +224,7 @@ def worker(
                     partition,
                     watch,
                     sink=sink,
-                    store=store,
+                    store=task_store,
                     envelope=envelope.for_task(index),  # the taskId header: the task's number in the group
                     stop=stop_task,
                     on_status=on_status,

@@ -492,3 +492,48 @@ def test_a_failed_task_stops_its_worker_and_status_says_why(tmp_path: Path, kafk
             assert "unreachable" in task["last_error"] and task["failed_on"].endswith(f"-{worker.proc.pid}")
         finally:
             fleet.close()
+
+
+def test_with_exactly_once_a_killed_workers_tasks_resume_elsewhere_with_every_change_once(
+    tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
+) -> None:
+    """exactly.once.support in a group: each task's transactional producer (``mongocdc-<name>-<partition>``)
+    moves with the task; the new owner's registration aborts what the killed worker left open."""
+    from tests.integration.test_exactly_once import read_committed
+
+    fleet = Fleet(tmp_path, cluster, kafka_bootstrap, **{"exactly.once.support": "required"})
+
+    def created() -> Counter[str]:
+        found: Counter[str] = Counter()
+        for msg in read_committed(kafka_bootstrap, fleet.topic):
+            key, value = decode(msg)
+            if value is not None and value["op"] in ("c", "r"):
+                found[json.loads(key["id"])] += 1
+        return found
+
+    try:
+        fleet.start(2)
+        wait_until(lambda: shares(fleet, 2), "two workers sharing three tasks", timeout=120)
+        wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+        assert all("exactly-once delivery (transactional.id" in w.stderr for w in fleet.workers)
+        writer = Writer(fleet)
+        writer.start()
+        try:
+            wait_until(lambda: len(created()) >= 30, "changes of every shard in Kafka")
+            killed = fleet.holder(0)
+            killed.proc.kill()
+            assert killed.proc.wait(timeout=30) == -signal.SIGKILL
+            survivor = next(w for w in fleet.workers if w is not killed)
+            wait_until(lambda: shares(fleet, 1), "the survivor holding every task", timeout=SESSION_MS / 1000 + 60)
+            wait_until(lambda: fleet.streams_open(survivor) >= 3, "every task streaming on the survivor", timeout=60)
+            mark = len(writer.written)
+            wait_until(lambda: len(created()) >= mark + 30, "changes after the takeover")
+        finally:
+            written = writer.stop()
+        wait_until(lambda: set(written) <= set(created()), "every change in Kafka", timeout=60)
+        assert survivor.stop(signal.SIGTERM) == 0, survivor.stderr
+        counts = created()
+        assert set(counts) == set(written)  # nothing lost
+        assert [i for i, n in counts.items() if n > 1] == []  # and nothing twice, read committed
+    finally:
+        fleet.close()
