@@ -28,6 +28,7 @@ import pymongo
 from confluent_kafka import Producer
 
 from bench import baseline, connector
+from bench import binary as binary_bench
 from bench import replication as replication_bench
 from bench import spark as spark_bench
 from bench.common import (
@@ -52,8 +53,9 @@ TARGET_RATIO = 0.9  # snapshot and streaming against the bare loop, with Debeziu
 MEMORY_TARGET_MB = 50.0
 MEMORY_TARGET_SIZES = (10_000, 1_000_000)
 ALL = ("snapshot", "stream", "memory")
-OPTIONAL = ("spark", "replication")  # only with --only: bench/spark.py (a Spark JVM of its own, about 2 minutes),
-# bench/replication.py (two Kafka brokers of its own, no MongoDB, about 1 minute)
+OPTIONAL = ("spark", "replication", "binary")  # only with --only: bench/spark.py (a Spark JVM of its own, about 2
+# minutes), bench/replication.py (two Kafka brokers of its own, no MongoDB, about 1 minute), bench/binary.py (the
+# single binary against the pip install; builds it first when the sources changed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,6 +515,8 @@ def render_table(report: dict[str, Any]) -> str:
         lines += spark_bench.render(report["results"]["spark"])
     if "replication" in report["results"]:
         lines += replication_bench.render(report["results"]["replication"])
+    if "binary" in report["results"]:
+        lines += binary_bench.render(report["results"]["binary"])
     mem = report["results"].get("memory")
     if mem is not None:
         lo, hi = mem["sizes"][0], mem["sizes"][-1]
@@ -650,6 +654,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="-v: progress, -vv: mongocdc's logs too")
     spark_bench.add_arguments(parser)
     replication_bench.add_arguments(parser)
+    binary_bench.add_arguments(parser)
     args = parser.parse_args(argv)
     args.only = [x.strip() for x in args.only.split(",") if x.strip()]
     if any("=" not in option for option in args.debezium_option):
@@ -712,6 +717,8 @@ def main(argv: list[str] | None = None) -> int:
             report["results"]["stream"] = bench_stream(svc, args, workdir)
         if "memory" in args.only:
             report["results"]["memory"] = bench_memory(svc, args, workdir)
+        if "binary" in args.only:
+            report["results"]["binary"] = binary_bench.bench_binary(svc.uri, svc.bootstrap, args, _load, workdir)
         if args.profile and args.only:
             report["profiles"] = profile_runs(svc, args, workdir)
     report["seconds"] = round(time.monotonic() - started, 1)
