@@ -32,7 +32,7 @@ log = logging.getLogger("mongocdc.spark")
 
 SPARK_PYTHON_ENV = "MONGOCDC_SPARK_PYTHON"
 MIN_PYTHON = (3, 11)
-_PROBE = "import sys, pyspark, mongocdc; print(mongocdc.__version__)"
+_PROBE = "import pyspark, mongocdc; print('mongocdc', mongocdc.__version__)"
 _SPARK_CORE = re.compile(r"spark-core_(\d+\.\d+)-(\d+\.\d+\.\d+[^/]*)\.jar$")
 
 
@@ -77,9 +77,10 @@ def _spark_python(candidate: str, env: Mapping[str, str]) -> SparkPython | None:
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if result.returncode != 0:
+    said = result.stdout.split()
+    if result.returncode != 0 or len(said) != 2 or said[0] != "mongocdc":
         return None
-    return SparkPython(Path(path), result.stdout.strip())
+    return SparkPython(Path(path), said[1])
 
 
 def _python_version(python: str, env: Mapping[str, str]) -> tuple[int, int] | None:
