@@ -152,8 +152,10 @@ def plan_conf(plan: LaunchPlan, spark_packages: environment.SparkPackages) -> di
             # Delta rebuilds a table's file list after every commit in this many tasks (50 by default):
             # on one machine that was most of a small batch's time
             conf["spark.databricks.delta.snapshotPartitions"] = cores
-        conf["spark.pyspark.python"] = sys.executable
-        conf["spark.pyspark.driver.python"] = sys.executable
+        # the job's Python: this one, or a Spark installation's (this one is the binary, which is no Python)
+        python = str(plan.spark_home.python) if plan.spark_home else sys.executable
+        conf["spark.pyspark.python"] = python
+        conf["spark.pyspark.driver.python"] = python
         conf.update(local_jvm_conf(machine_memory(), os.environ))
         # quiet from the JVM's start, not only once the session exists (JSON logs bring their own configuration)
         if plan.spark_log_level != "INFO" and not plan.json_logs:

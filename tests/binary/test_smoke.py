@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -101,11 +102,23 @@ def test_config_validate_takes_a_good_file_and_names_the_problems_of_a_bad_one(b
     assert "snapshot.mode" in refused.stderr and "topic.prefix" in refused.stderr  # the did-you-mean too
 
 
-@pytest.mark.kafka
-@pytest.mark.mongodb
-def test_discover_stream_dump_stop_offsets_and_translate(
-    binary: Path, home: Path, mongo_uri: str, kafka_bootstrap: str
-) -> None:
+@dataclass(frozen=True)
+class Streamed:
+    """What the binary's ``stream`` left: its configuration, directory, topic and final summary."""
+
+    home: Path
+    config: Path
+    prefix: str
+    topic: str
+    final: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def streamed(
+    binary: Path, tmp_path_factory: pytest.TempPathFactory, mongo_uri: str, kafka_bootstrap: str
+) -> Streamed:
+    """``discover``, then ``stream`` with changes made meanwhile, stopped by SIGTERM, all from the binary."""
+    home = tmp_path_factory.mktemp("operator-stream")
     db_name = f"bin_{uuid.uuid4().hex[:10]}"
     prefix = f"bin{uuid.uuid4().hex[:8]}"
     topic = f"{prefix}.{db_name}.orders"
@@ -119,8 +132,6 @@ def test_discover_stream_dump_stop_offsets_and_translate(
         "offset.storage.file.filename: offsets.db\n"  # relative: next to the config file
         "offset.flush.interval.ms: 500\n"
     )
-    env = operator_env(home)
-
     found = run(binary, home, "discover", "-c", str(config), "-o", "json")
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["kind"] == "replica_set"
@@ -128,7 +139,7 @@ def test_discover_stream_dump_stop_offsets_and_translate(
     stream = subprocess.Popen(
         [str(binary), "stream", "-c", str(config), "-o", "json"],
         cwd=home,
-        env=env,
+        env=operator_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -156,7 +167,16 @@ def test_discover_stream_dump_stop_offsets_and_translate(
         pump.join(timeout=10)
         client.close()
     assert stream.returncode == 0, "".join(stderr)
-    final = json.loads(out.strip().splitlines()[-1])
+    return Streamed(home, config, prefix, topic, json.loads(out.strip().splitlines()[-1]))
+
+
+@pytest.mark.kafka
+@pytest.mark.mongodb
+def test_stream_stops_with_exit_0_and_dump_offsets_and_translate_show_its_work(
+    binary: Path, streamed: Streamed, kafka_bootstrap: str
+) -> None:
+    home, config, topic = streamed.home, streamed.config, streamed.topic
+    final = streamed.final
     assert final["status"] == "stopped" and final["events"]["c"] == 3 and final["events"]["d"] == 1, final
 
     dumped = run(binary, home, "topic", "dump", topic, "-c", str(config), "-o", "json")
@@ -170,11 +190,11 @@ def test_discover_stream_dump_stop_offsets_and_translate(
     shown = run(binary, home, "offsets", "show", "-c", str(config), "-o", "json")
     assert shown.returncode == 0, shown.stderr
     (offset,) = json.loads(shown.stdout)
-    assert offset["connector"] == f"smoke-{prefix}" and offset["sec"] > 0 and offset["resume_token"]
+    assert offset["connector"] == f"smoke-{streamed.prefix}" and offset["sec"] > 0 and offset["resume_token"]
     assert (home / "offsets.db").is_file()
 
     # A consumer group that read the topic, translated onto the same cluster (by timestamp: no offset syncs).
-    group = f"smoke-{prefix}"
+    group = f"smoke-{streamed.prefix}"
     consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
@@ -183,12 +203,42 @@ def test_discover_stream_dump_stop_offsets_and_translate(
         consumer.close()
     translated = run(
         binary, home, "failover", "translate", "--group", group, "--source", kafka_bootstrap,
-        "--target", kafka_bootstrap, "--topics", f"{prefix}\\..*", "--dry-run", "-o", "json",
+        "--target", kafka_bootstrap, "--topics", f"{streamed.prefix}\\..*", "--dry-run", "-o", "json",
     )  # fmt: skip
     assert translated.returncode == 0, translated.stderr
     report = json.loads(translated.stdout)
     assert report["group"] == group
     assert {p["topic"] for p in report["partitions"]} == {topic}, report
+
+
+@pytest.mark.kafka
+@pytest.mark.mongodb
+@pytest.mark.spark
+def test_spark_run_from_the_binary_through_a_spark_installation(
+    binary: Path, streamed: Streamed, spark_ivy_dir: Path
+) -> None:
+    """The job submitted to SPARK_HOME's spark-submit, its Python half on the operator's python3 with the
+    installation's pyspark and the binary's mongocdc modules: the table holds the collection's documents."""
+    home = streamed.home
+    env = operator_env(home, SPARK_HOME=str(_pyspark_home()))
+    warehouse = home / "warehouse"
+    done = subprocess.run(
+        [
+            str(binary), "-c", str(streamed.config), "spark", "run", "--once", "--warehouse", str(warehouse),
+            "--master", "local[1]", "--conf", f"spark.jars.ivy={spark_ivy_dir}",
+            "--conf", "spark.sql.shuffle.partitions=1", "-o", "json",
+        ],
+        cwd=home, env=env, capture_output=True, text=True, timeout=280, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"status": "stopped", "submitted": True, "master": "local[1]"}
+    status = run(binary, home, "spark", "status", "--warehouse", str(warehouse), "-o", "json")
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    assert report["status"] == "finished" and report["format"] == "parquet", report
+    assert report["batches_committed"] == 1 and report["last_batch_rows"] == 6, report  # 5 changes, 1 tombstone
+    table = warehouse / streamed.topic.split(".", 1)[1].replace(".", "/")
+    assert table.is_dir() and any(table.rglob("*.parquet")), sorted(p.name for p in warehouse.rglob("*"))
 
 
 def test_completions_and_the_man_page_install_from_the_binary(binary: Path, home: Path) -> None:
@@ -239,6 +289,26 @@ def test_spark_run_submits_to_spark_home(binary: Path, home: Path) -> None:
     assert command.startswith(str(spark_home / "bin" / "spark-submit")), command
     assert "--py-files" in command and "mongocdc-py.zip" in command and "entry.py" in command
     assert "spark-sql-kafka-0-10_2.13:" in command and "--format parquet" in command
+
+
+def test_programs_the_binary_starts_get_the_environment_as_the_user_had_it(binary: Path, home: Path) -> None:
+    """Not the bootloader's LD_LIBRARY_PATH (its unpacked libraries): a Spark installation whose spark-submit
+    records the environment it was started with."""
+    spark_home = home / "spark"
+    (spark_home / "bin").mkdir(parents=True)
+    (spark_home / "jars").mkdir()
+    (spark_home / "jars" / "spark-core_2.13-4.0.0.jar").write_bytes(b"")
+    recorded = home / "spark-submit.env"
+    submit = spark_home / "bin" / "spark-submit"
+    submit.write_text(f"#!/bin/sh\nenv > {recorded}\nexit 0\n")
+    submit.chmod(0o755)
+    given = {"SPARK_HOME": str(spark_home), "LD_LIBRARY_PATH": "/opt/operator/lib"}
+    for extra in ({"SPARK_HOME": str(spark_home)}, given):
+        done = run(binary, home, *SPARK_ARGS, "--jars", "kafka.jar", env=operator_env(home, **extra))
+        assert done.returncode == 0, done.stderr
+        env = dict(line.split("=", 1) for line in recorded.read_text().splitlines() if "=" in line)
+        assert env.get("LD_LIBRARY_PATH") == extra.get("LD_LIBRARY_PATH"), env.get("LD_LIBRARY_PATH")
+        assert env["PYSPARK_PYTHON"] == shutil.which("python3", path=PATH)
 
 
 def test_spark_run_hands_over_to_a_python_with_the_spark_extra(binary: Path, home: Path) -> None:
