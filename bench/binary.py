@@ -8,7 +8,8 @@
 * streaming throughput: both run ``mongocdc stream -c <file>`` as a process of their own, each resuming from
   a position stored before the same writes, into a topic of its own; the rate is the events over the time
   between the broker's appends of the first and the last record (``LogAppendTime``), so the process's
-  start-up is not in it (it is reported apart: start → first record).
+  start-up is not in it (it is reported apart: start → first record). The target is judged on the median of
+  each round's ratio (its two runs back to back), steadier than the ratio of the medians on a shared machine.
 """
 
 from __future__ import annotations
@@ -241,12 +242,18 @@ def stream(
         for name, values in runs.items()
     }
     ratio = summary["binary"]["rate_median"] / summary["pip"]["rate_median"] if summary["pip"]["rate_median"] else 0
+    # each round's two runs follow each other over the same writes: their ratio is steadier than the ratio of
+    # the medians when other work on the machine comes and goes between rounds
+    paired = [b["rate"] / p["rate"] for b, p in zip(runs["binary"], runs["pip"], strict=True) if p["rate"]]
+    paired_median = median(paired) if paired else 0.0
     return {
         "events": count,
         **summary,
         "ratio": round(ratio, 3),
+        "round_ratios": [round(r, 3) for r in paired],
+        "round_ratio_median": round(paired_median, 3),
         "target_ratio": STREAM_TARGET,
-        "target_met": ratio >= STREAM_TARGET,
+        "target_met": paired_median >= STREAM_TARGET,
     }
 
 
@@ -295,15 +302,20 @@ def render(result: dict[str, Any]) -> list[str]:
         row = start[label]
         for kind in ("warm", "cold"):
             target = f"<= {STARTUP_TARGET}" if kind == "warm" else ""
+            met = ("  met" if row["warm_ratio"] <= STARTUP_TARGET else "  NOT met") if kind == "warm" else ""
             lines.append(
                 f"  {f'mongocdc {label} ({kind})':<24}{row['binary'][kind]:>10.3f}{row['pip'][kind]:>10.3f}"
-                f"{row[f'{kind}_ratio']:>8.2f}{target:>9}"
+                f"{row[f'{kind}_ratio']:>8.2f}{target:>9}{met}"
             )
     s = result["stream"]
     label = f"streaming ({s['events']:,} events/s)"
     lines.append(
         f"  {label:<24}{s['binary']['rate_median']:>10,}{s['pip']['rate_median']:>10,}"
-        f"{s['ratio']:>8.2f}{'>= ' + str(STREAM_TARGET):>9}  {'met' if s['target_met'] else 'NOT met'}"
+        f"{s['ratio']:>8.2f}{'':>9}  (ratio of the medians)"
+    )
+    lines.append(
+        f"  {'  per round (median)':<24}{'':>20}{s['round_ratio_median']:>8.2f}{'>= ' + str(STREAM_TARGET):>9}"
+        f"  {'met' if s['target_met'] else 'NOT met'}  {s['round_ratios']}"
     )
     lines.append(
         f"  stream runs (events/s): binary {s['binary']['rates']}  pip {s['pip']['rates']}; process start to first "
