@@ -228,7 +228,7 @@ class EndOffsets:
                 "bootstrap.servers": bootstrap,
                 "group.id": f"bench-{uuid.uuid4()}",
                 "enable.auto.commit": False,
-                "enable.partition.eof": False,
+                "enable.partition.eof": True,
             }
         )
         meta = self._consumer.list_topics(topic, timeout=10).topics[topic]
@@ -253,10 +253,38 @@ class EndOffsets:
     def total(self) -> int:
         return sum(self.ends().values())
 
-    def last_append_time(self, timeout: float = 30.0) -> float:
-        """When the broker appended the topic's newest record (epoch seconds, from ``LogAppendTime``)."""
-        ends = {p: high - 1 for p, high in self.ends().items() if high > 0}
-        return max(self._append_times(ends, timeout).values()) / 1000
+    def last_append_time(self, timeout: float = 30.0, tail: int = 64) -> float:
+        """When the broker appended the topic's newest record (epoch seconds, from ``LogAppendTime``).
+
+        Each partition's last ``tail`` offsets are read to the end of the log: in a topic written in transactions
+        the last offsets are commit markers, which are never delivered.
+        """
+        starts = {tp.partition: (low, high) for tp in self._partitions for low, high in [self._watermarks(tp)]}
+        assign = [
+            TopicPartition(self._topic, p, max(low, high - tail)) for p, (low, high) in starts.items() if high > low
+        ]
+        if not assign:
+            raise RuntimeError(f"{self._topic} is empty")
+        self._consumer.assign(assign)
+        newest = 0
+        pending = {tp.partition for tp in assign}
+        deadline = time.monotonic() + timeout
+        while pending:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"could not read the end of {self._topic}")
+            msg = self._consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    pending.discard(msg.partition())
+                continue
+            kind, stamp = msg.timestamp()
+            if kind != TIMESTAMP_LOG_APPEND_TIME:
+                raise RuntimeError(f"{self._topic} does not use LogAppendTime")
+            newest = max(newest, stamp)
+        self._consumer.unassign()
+        return newest / 1000
 
     def first_append_time(self, timeout: float = 30.0) -> float:
         """When the broker appended the topic's oldest record (epoch seconds, from ``LogAppendTime``)."""
@@ -289,15 +317,23 @@ class EndOffsets:
         return stamps
 
     def wait_for(
-        self, count: int, *, timeout: float, interval: float = 0.1, failed: Callable[[], bool] = lambda: False
+        self,
+        count: int,
+        *,
+        timeout: float,
+        interval: float = 0.1,
+        failed: Callable[[], bool] = lambda: False,
+        delivered: Callable[[], int] | None = None,
     ) -> float:
-        """Block until the topic holds ``count`` records; returns ``time.perf_counter()`` when seen.
+        """Block until the topic holds ``count`` records (or ``delivered()`` says so: the producer's count, for a
+        topic written in transactions, whose offsets count commit markers too); returns ``time.perf_counter()``
+        when seen.
 
         Polls every ``interval`` seconds only: the exact end comes from :meth:`last_append_time`.
         """
         deadline = time.monotonic() + timeout
         while True:
-            if self.total() >= count:
+            if (delivered() if delivered is not None else self.total()) >= count:
                 return time.perf_counter()
             if failed():
                 raise RuntimeError("the producing side failed before the topic was complete")

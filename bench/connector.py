@@ -164,7 +164,13 @@ def stream(config: Settings, bootstrap: str, topic: str, count: int, *, timeout:
             started_wall, started = time.time(), time.perf_counter()
             thread.start()
             try:
-                seen = ends.wait_for(count, timeout=timeout, failed=lambda: bool(errors))
+                transactional = config.exactly_once_support != "disabled"
+                seen = ends.wait_for(
+                    count,
+                    timeout=timeout,
+                    failed=lambda: bool(errors),
+                    delivered=(lambda: int(metrics.to_dict()["events_total"])) if transactional else None,
+                )
                 used = CPU.since(cpu, CPU.sample())  # to the moment the end was seen (at most 0.1 s idle)
                 peer_cpu, peak = clock.cpu(), clock.peak_rss_mb()
             finally:

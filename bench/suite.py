@@ -195,6 +195,8 @@ def _results(
     out: dict[str, Any] = {}
     if baseline_on:
         out.update(comparison(mine, [r["baseline"] for r in rounds], TARGET_RATIO))
+    if "exactly-once" in rounds[0]:  # exactly once over mongocdc's own at least once
+        out["exactly_once"] = comparison([r["exactly-once"] for r in rounds], mine, TARGET_RATIO)
     if debezium_on:
         out["debezium"] = peer_comparison(mine, [r["debezium"] for r in rounds], warm, expected)
     return out
@@ -228,6 +230,20 @@ def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> di
         def run_baseline(tag: str) -> Timing:
             return baseline.snapshot(svc.uri, svc.bootstrap, db, coll, bare_topic)
 
+        def run_exactly_once(tag: str) -> Timing:
+            prefix = f"eossnap{tag}"
+            create_topics(svc.bootstrap, [f"{prefix}.{namespace}"], args.partitions)
+            config = connector.settings(
+                uri=svc.uri,
+                bootstrap=svc.bootstrap,
+                name=f"eos-snap-{tag}",
+                prefix=prefix,
+                namespace=namespace,
+                workdir=workdir,
+                extra={**_same_filter(namespace), **_exactly_once(tag)},
+            )
+            return connector.snapshot(config)
+
         def run_debezium(tag: str) -> Timing:
             from bench import debezium
 
@@ -246,6 +262,7 @@ def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> di
         sides: list[Side] = [("mongocdc", run_mongocdc)]
         sides += [("baseline", run_baseline)] if baseline_on else []
         sides += [("debezium", run_debezium)] if debezium_on else []
+        sides += [("exactly-once", run_exactly_once)] if args.exactly_once else []
         warm = _round("snapshot", sides, "warmup", args.docs, 0) if args.warmup else None
         rounds = [_round("snapshot", sides, str(rep), args.docs, rep + 1) for rep in range(args.repeat)]
         jvm_start = dbz.startup_seconds if dbz else None
@@ -257,6 +274,16 @@ def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> di
         "load_seconds": round(load_s, 2),
         "connect_jvm_start_s": None if jvm_start is None else round(jvm_start, 2),
         **_results(rounds, warm, baseline_on, debezium_on, args.docs),
+    }
+
+
+def _exactly_once(tag: str) -> dict[str, object]:
+    """The settings of the exactly-once side (``--exactly-once``): transactions, offsets in a topic of the run's."""
+    return {
+        "exactly.once.support": "required",
+        "offset.storage": "kafka",
+        "offset.storage.topic": f"bench-offsets-{tag}-{uuid.uuid4().hex[:6]}",
+        "offset.storage.partitions": 1,
     }
 
 
@@ -307,7 +334,12 @@ def bench_stream(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
             prefix, dbz_prefix = f"strm{tag}", f"dbzstrm{tag}"
             topic, bare_topic = f"{prefix}.{namespace}", f"baseline-{prefix}.{namespace}"
             dbz_topic = f"{dbz_prefix}.{namespace}"
-            create_topics(svc.bootstrap, [topic, bare_topic] + ([dbz_topic] if debezium_on else []), args.partitions)
+            eos_topic = f"eos{prefix}.{namespace}"
+            create_topics(
+                svc.bootstrap,
+                [topic, bare_topic] + ([dbz_topic] if debezium_on else []) + ([eos_topic] if args.exactly_once else []),
+                args.partitions,
+            )
             client = _client(svc.uri)
             client[db].create_collection(coll)
             client.close()
@@ -322,6 +354,17 @@ def bench_stream(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
             )
             # Every side stores a position taken before the writes, then the writes, then each replays them.
             connector.position_before_writes(config)
+            eos_config = connector.settings(
+                uri=svc.uri,
+                bootstrap=svc.bootstrap,
+                name=f"eos-stream-{tag}",
+                prefix=f"eos{prefix}",
+                namespace=namespace,
+                workdir=workdir,
+                extra={"snapshot.mode": "no_data", **_same_filter(namespace), **_exactly_once(tag)},
+            )
+            if args.exactly_once:
+                connector.position_before_writes(eos_config)
             token = baseline.resume_token(svc.uri, db, coll) if baseline_on else None
             dbz_name = f"dbz-stream-{tag}-{uuid.uuid4().hex[:6]}"
             if debezium_on:
@@ -345,9 +388,13 @@ def bench_stream(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
                     dbz, bootstrap=svc.bootstrap, name=name, prefix=prefix, namespace=ns, count=count
                 )
 
+            def run_exactly_once(tag: str, config: Any = eos_config, topic: str = eos_topic) -> Timing:
+                return connector.stream(config, svc.bootstrap, topic, count)
+
             sides: list[Side] = [("mongocdc", run_mongocdc)]
             sides += [("baseline", run_baseline)] if baseline_on else []
             sides += [("debezium", run_debezium)] if debezium_on else []
+            sides += [("exactly-once", run_exactly_once)] if args.exactly_once else []
             done.append(_round("stream", sides, tag, count, index))
         jvm_start = dbz.startup_seconds if dbz else None
     warm = done.pop(0) if args.warmup else None
@@ -509,6 +556,17 @@ def render_table(report: dict[str, Any]) -> str:
             continue
         n = r.get("documents", r.get("events"))
         lines.append(ratio_row(f"{label} ({n:,} x 1 KB, {unit})", r))
+    for key, label, unit in (("snapshot", "snapshot", "docs/s"), ("stream", "streaming", "events/s")):
+        r = report["results"].get(key)
+        if r is None or "exactly_once" not in r:
+            continue
+        eos = r["exactly_once"]
+        lines.append(
+            f"{f'{label} exactly once / at least once':<34}{eos['mongocdc']['rate_median']:>14,.0f}"
+            f"{eos['baseline']['rate_median']:>14,.0f}{eos['ratio']:>8.2f}{'>= 0.9':>9}  "
+            f"{'met' if eos['target_met'] else 'NOT met'} ({unit}; CPU at least once/exactly once: "
+            f"{', '.join(f'{k} {v:.2f}' for k, v in eos['cpu_ratio'].items())})"
+        )
     peer = _debezium_table(report)
     lines += peer[1:] if peer and lines[-1] == "" else peer
     if "spark" in report["results"]:
@@ -640,6 +698,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=[],
         metavar="KEY=VALUE",
         help="a Debezium connector property over the benchmark's own (repeatable), e.g. snapshot.fetch.size=0",
+    )
+    parser.add_argument(
+        "--exactly-once",
+        action="store_true",
+        help="also run mongocdc with exactly.once.support=required (offsets in Kafka) in the snapshot and streaming "
+        "rounds, and report it against mongocdc at least once",
     )
     parser.add_argument("--partitions", type=int, default=3, help="partitions per topic (3)")
     parser.add_argument(

@@ -16,6 +16,7 @@ from mongocdc.retry import Backoff
 
 if TYPE_CHECKING:
     from mongocdc.engine.connector import ConnectorGroup, ConnectorTask
+    from mongocdc.engine.exactly_once import TransactionBoundary
     from mongocdc.engine.incremental_snapshot import IncrementalSnapshotter
     from mongocdc.engine.metrics import Metrics
     from mongocdc.engine.snapshot import ProgressCallback
@@ -142,8 +143,9 @@ def codec(settings: Settings) -> EnvelopeCodec:
     )
 
 
-def kafka_sink(settings: Settings) -> KafkaSink:
-    """A producer whose cluster answered (retries with the ``connect.*`` backoff)."""
+def kafka_sink(settings: Settings, *, transactional_id: str | None = None) -> KafkaSink:
+    """A producer whose cluster answered (retries with the ``connect.*`` backoff); with ``transactional_id``, a
+    transactional one that registered the id (fencing an older producer of it)."""
     from mongocdc.kafka.config import producer_settings
     from mongocdc.sinks.kafka.producer import KafkaSink
 
@@ -152,9 +154,61 @@ def kafka_sink(settings: Settings) -> KafkaSink:
         creation=settings.topic_creation_rules,
         admin_settings=settings.kafka_client,
         timeout_s=request_timeout_s(settings),
+        transactional_id=transactional_id,
     )
     sink.connect(backoff(settings), request_timeout_s(settings))
     return sink
+
+
+def exactly_once(settings: Settings) -> bool:
+    """Whether the connector delivers exactly once: ``exactly.once.support`` requested or required, with the
+    offsets in Kafka (``required`` with SQLite is a configuration error, refused when the settings are read;
+    ``requested`` with SQLite says so and delivers at least once)."""
+    if settings.exactly_once_support == "disabled":
+        return False
+    if settings.offset_storage != "kafka":
+        log.warning(
+            "exactly.once.support is requested, but the offsets are in SQLite (offset.storage=%s), which cannot "
+            "take part in a Kafka transaction: delivering at least once after a crash. Set offset.storage: kafka "
+            "for exactly-once delivery",
+            settings.offset_storage,
+        )
+        return False
+    return True
+
+
+def transaction_boundary(settings: Settings) -> TransactionBoundary:
+    """``transaction.boundary`` (and its interval, ``offset.flush.interval.ms`` when unset) for the engine."""
+    from mongocdc.engine.exactly_once import TransactionBoundary
+
+    interval_ms = settings.transaction_boundary_interval_ms or settings.offset_flush_interval_ms
+    return TransactionBoundary(
+        settings.transaction_boundary,
+        settings.max_batch_size,
+        interval_ms / 1000,
+        settings.transaction_boundary_linger_ms / 1000,
+    )
+
+
+def exactly_once_task(
+    settings: Settings, store: OffsetStore, partition: str, metrics: Metrics
+) -> tuple[KafkaSink, OffsetStore]:
+    """The transactional sink and offset store of one exactly-once task (``transactional.id``
+    ``mongocdc-<name>-<partition>``; its registration fences an older owner of the task)."""
+    from mongocdc.offsets.kafka import KafkaOffsetStore
+    from mongocdc.sinks.kafka.exactly_once import TransactionalOffsets, task_transactional_id
+
+    assert isinstance(store, KafkaOffsetStore)
+    transactional_id = task_transactional_id(settings.name, partition)
+    sink = kafka_sink(settings, transactional_id=transactional_id)
+    log.info("%s/%s: exactly-once delivery (transactional.id %s)", settings.name, partition, transactional_id)
+    offsets = TransactionalOffsets(
+        store,
+        sink,
+        on_commit=lambda records, seconds: metrics.record_transaction(partition, records, seconds),
+        on_abort=lambda: metrics.record_transaction_aborted(partition),
+    )
+    return sink, offsets
 
 
 def unmatched_patterns(patterns: Iterable[str], names: Iterable[str]) -> list[str]:
@@ -342,18 +396,23 @@ def connector(
             shards = shards_behind(seed)
 
         task_ids = itertools.count()
+        transactional = exactly_once(settings)
 
         def task_for(
             client: Client, rs: str | None, partition: str, watch: PrimaryWatch, task_stop: threading.Event
         ) -> ConnectorTask:
+            task_sink, task_store = sink, store
+            if transactional:
+                task_sink, task_store = exactly_once_task(settings, store, partition, metrics)
+                resources.callback(task_sink.close)
             return connector_task(
                 settings,
                 client,
                 rs,
                 partition,
                 watch,
-                sink=sink,
-                store=store,
+                sink=task_sink,
+                store=task_store,
                 envelope=envelope.for_task(next(task_ids)),  # the taskId header
                 stop=task_stop,
                 on_status=on_status,
@@ -482,6 +541,7 @@ def connector_task(
                 heartbeat_topic=heartbeat_topic(settings),
                 transaction_topic=(transaction_topic(settings) if settings.provide_transaction_metadata else ""),
                 transaction_idle_end_ms=settings.transaction_end_idle_ms or None,
+                transaction_boundary=transaction_boundary(settings),
             ),
             rs=rs,
             snapshot_mode=settings.snapshot_mode,

@@ -354,18 +354,9 @@ CONNECT: Final[Mapping[str, Compat]] = {
     ),
     "transforms": _ignored(_TRANSFORMS),
     "predicates": _ignored("predicates select records for transforms, which are not applied"),
-    "exactly.once.support": _ignored(
-        "Kafka Connect's exactly-once source support; mongocdc delivers every change exactly once after a "
-        "graceful stop and at least once after a crash",
-        "requested",
-    ),
-    "transaction.boundary": _ignored(
-        "Kafka Connect's exactly-once source transactions; mongocdc's producer is idempotent, not transactional",
-        "poll",
-    ),
-    "transaction.boundary.interval.ms": _ignored(
-        "Kafka Connect's exactly-once source transactions; mongocdc's producer is idempotent, not transactional"
-    ),
+    "exactly.once.support": _IMPLEMENTED,
+    "transaction.boundary": _IMPLEMENTED,
+    "transaction.boundary.interval.ms": _IMPLEMENTED,
     "offsets.storage.topic": _ignored(
         "Kafka Connect's per-connector offsets topic; mongocdc keeps its offsets where offset.storage says "
         "(offset.storage: kafka and offset.storage.topic for a topic)"

@@ -70,6 +70,13 @@ def consistency_problems(values: Mapping[str, object]) -> list[str]:
             "mongodb.password is set but mongodb.user is not: set the user the password belongs to (or put both in "
             "mongodb.connection.string)"
         )
+    if values.get("exactly.once.support") == "required" and values.get("offset.storage") == "sqlite":
+        problems.append(
+            "exactly.once.support is required but offset.storage is sqlite: exactly-once delivery writes each offset "
+            "in the same Kafka transaction as the change events it covers, and a SQLite file cannot take part in a "
+            "Kafka transaction; set offset.storage: kafka (--offsets kafka:TOPIC), or set exactly.once.support to "
+            "requested (at least once with SQLite) or disabled"
+        )
     initial, maximum = "connect.backoff.initial.delay.ms", "connect.backoff.max.delay.ms"
     first, most = values.get(initial), values.get(maximum)
     if isinstance(first, int) and isinstance(most, int) and most < first:

@@ -31,6 +31,8 @@ CaptureMode = Literal[
 ]
 SnapshotMode = Literal["initial", "initial_only", "no_data", "when_needed", "always"]
 OffsetStorage = Literal["sqlite", "kafka"]
+ExactlyOnceSupport = Literal["disabled", "requested", "required"]
+TransactionBoundary = Literal["poll", "interval"]
 ConnectionMode = Literal["sharded", "replica_set"]
 OversizeHandlingMode = Literal["fail", "skip", "split"]
 Operation = Literal["c", "u", "d", "t"]

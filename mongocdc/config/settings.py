@@ -26,6 +26,7 @@ from mongocdc.config.properties import (
     CaptureMode,
     CaptureScope,
     ConnectionMode,
+    ExactlyOnceSupport,
     FiltersMatchMode,
     Flag,
     FullUpdateType,
@@ -34,6 +35,7 @@ from mongocdc.config.properties import (
     PipelineOrder,
     Property,
     SnapshotMode,
+    TransactionBoundary,
     WatermarkingStrategy,
     check_auth_source,
     check_bootstrap_servers,
@@ -550,6 +552,40 @@ class Settings:
         60000,
         "Milliseconds between offset commits; offsets are also committed on graceful stop, and only up to events "
         "Kafka has acknowledged.",
+    )
+
+    # --- exactly once ----------------------------------------------------------
+    exactly_once_support: ExactlyOnceSupport = setting(
+        "exactly.once.support",
+        choice(ExactlyOnceSupport),
+        "disabled",
+        "Exactly-once delivery (Kafka Connect's KIP-618): `requested` or `required` write each task's change events "
+        "and its offset record in one Kafka transaction (`transactional.id` `mongocdc-<name>-<partition>`), so a "
+        "`read_committed` consumer sees every change once, even after a crash; needs `offset.storage: kafka` "
+        "(`required` refuses to start without it, `requested` then warns and delivers at least once). `disabled`: at "
+        "least once after a crash, exactly once after a graceful stop.",
+    )
+    transaction_boundary: TransactionBoundary = setting(
+        "transaction.boundary",
+        choice(TransactionBoundary),
+        "poll",
+        "With exactly-once delivery, where a transaction ends: `poll`, once the connector has handed Kafka every "
+        "change read so far, or `max.batch.size` records; `interval`, every `transaction.boundary.interval.ms`.",
+    )
+    transaction_boundary_linger_ms: int = setting(
+        "transaction.boundary.linger.ms",
+        _NON_NEGATIVE,
+        20,
+        "With `transaction.boundary: poll`, how long a task that has handed Kafka every change it read waits for "
+        "more before it commits (mongocdc's own, like the producer's `linger.ms`): a backlog is then committed in "
+        "transactions of about `max.batch.size` records instead of the few hundred the reader hands over at once "
+        "(`bench/README.md`, Exactly once); 0 commits at once.",
+    )
+    transaction_boundary_interval_ms: int | None = setting(
+        "transaction.boundary.interval.ms",
+        _POSITIVE,
+        None,
+        "Milliseconds per transaction with `transaction.boundary: interval`; unset: `offset.flush.interval.ms`.",
     )
 
     # --- connection retries --------------------------------------------------

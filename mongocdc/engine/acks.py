@@ -64,6 +64,17 @@ class AckTracker(Generic[P]):
             self._committable = self._positions.popleft()[1]
 
     @property
+    def issued(self) -> int:
+        """Records numbered so far."""
+        return self._next
+
+    def latest(self) -> P | None:
+        """The newest position added, acknowledged or not (``None`` if none yet): what a Kafka transaction that
+        holds every record produced so far covers."""
+        with self._lock:
+            return self._positions[-1][1] if self._positions else self._committable
+
+    @property
     def in_flight(self) -> int:
         """Records produced but not yet acknowledged."""
         with self._lock:

@@ -183,6 +183,7 @@ class ConnectorTask:
                 rs=self.options.rs,
                 max_threads=self.options.snapshot_max_threads,
                 flush_interval_s=self.options.stream.flush_interval_s,
+                transaction_boundary=self.options.stream.transaction_boundary,
             ),
             stop=self.stop,
             transform=self.transform,

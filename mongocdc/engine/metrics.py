@@ -73,6 +73,7 @@ class _PartitionState:
         "snapshot",
         "source_ord",
         "source_sec",
+        "transactions",
     )
 
     def __init__(self) -> None:
@@ -87,6 +88,21 @@ class _PartitionState:
         self.commits = 0
         self.connected = False
         self.snapshot = _SnapshotState()
+        self.transactions: _TransactionState | None = None
+        """Set by the first transaction recorded (exactly.once.support): at-least-once partitions have none."""
+
+
+class _TransactionState:
+    __slots__ = ("aborted", "commit_seconds", "committed", "last_commit_ms", "last_records", "records")
+
+    def __init__(self) -> None:
+        self.committed = 0
+        self.aborted = 0
+        self.records = 0
+        """Records (change events and the offset record) in the committed transactions."""
+        self.commit_seconds = 0.0
+        self.last_records = 0
+        self.last_commit_ms = 0.0
 
 
 class Metrics:
@@ -171,6 +187,23 @@ class Metrics:
         """An offset of the partition was written to the offset store."""
         with self._lock:
             self._state(partition).commits += 1
+
+    def record_transaction(self, partition: str, records: int, commit_seconds: float) -> None:
+        """A Kafka transaction of ``records`` records committed in ``commit_seconds`` (exactly.once.support)."""
+        with self._lock:
+            state = self._state(partition)
+            txn = state.transactions = state.transactions or _TransactionState()
+            txn.committed += 1
+            txn.records += records
+            txn.commit_seconds += commit_seconds
+            txn.last_records = records
+            txn.last_commit_ms = commit_seconds * 1000.0
+
+    def record_transaction_aborted(self, partition: str) -> None:
+        with self._lock:
+            state = self._state(partition)
+            txn = state.transactions = state.transactions or _TransactionState()
+            txn.aborted += 1
 
     def set_connected(self, partition: str, connected: bool) -> None:
         """Whether the partition's change stream (or snapshot reader) is connected."""
@@ -271,6 +304,22 @@ def _partition_dict(state: _PartitionState, now: float) -> dict[str, Any]:
         "skipped": dict(sorted(state.skipped.items())),
         "offset_commits": state.commits,
         "snapshot": _snapshot_dict(state.snapshot, now),
+        "transactions": _transaction_dict(state.transactions),
+    }
+
+
+def _transaction_dict(txn: _TransactionState | None) -> dict[str, Any] | None:
+    if txn is None:
+        return None
+    return {
+        "committed": txn.committed,
+        "aborted": txn.aborted,
+        "records": txn.records,
+        "commit_seconds": round(txn.commit_seconds, 6),
+        "average_records": round(txn.records / txn.committed, 1) if txn.committed else 0,
+        "average_commit_milliseconds": round(txn.commit_seconds * 1000.0 / txn.committed, 3) if txn.committed else 0,
+        "last_records": txn.last_records,
+        "last_commit_milliseconds": round(txn.last_commit_ms, 3),
     }
 
 
@@ -355,6 +404,43 @@ _PARTITION_GAUGES: tuple[tuple[str, str, str, Callable[[dict[str, Any]], float |
         "counter",
         "Offsets committed to the offset store.",
         lambda p: p["offset_commits"],
+    ),
+    (
+        "mongocdc_transactions_committed_total",
+        "counter",
+        "Kafka transactions committed, each a run of change events and the offset after them "
+        "(exactly.once.support; absent without it).",
+        lambda p: None if p["transactions"] is None else p["transactions"]["committed"],
+    ),
+    (
+        "mongocdc_transactions_aborted_total",
+        "counter",
+        "Kafka transactions aborted: none of their records is read by a read_committed consumer.",
+        lambda p: None if p["transactions"] is None else p["transactions"]["aborted"],
+    ),
+    (
+        "mongocdc_transaction_records_total",
+        "counter",
+        "Records in the committed transactions (divided by mongocdc_transactions_committed_total: the mean size).",
+        lambda p: None if p["transactions"] is None else p["transactions"]["records"],
+    ),
+    (
+        "mongocdc_transaction_commit_seconds_total",
+        "counter",
+        "Seconds spent committing transactions (divided by mongocdc_transactions_committed_total: the mean latency).",
+        lambda p: None if p["transactions"] is None else p["transactions"]["commit_seconds"],
+    ),
+    (
+        "mongocdc_transaction_last_records",
+        "gauge",
+        "Records in the last committed transaction.",
+        lambda p: None if p["transactions"] is None else p["transactions"]["last_records"],
+    ),
+    (
+        "mongocdc_transaction_last_commit_milliseconds",
+        "gauge",
+        "Milliseconds the last transaction's commit took.",
+        lambda p: None if p["transactions"] is None else p["transactions"]["last_commit_milliseconds"],
     ),
     (
         "mongocdc_snapshot_running",

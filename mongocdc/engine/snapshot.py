@@ -26,6 +26,7 @@ import bson
 from bson.raw_bson import RawBSONDocument
 
 from mongocdc.engine.acks import AckTracker
+from mongocdc.engine.exactly_once import TransactionBoundary, is_transactional
 from mongocdc.engine.metrics import Metrics
 from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.engine.streaming import Sink
@@ -49,6 +50,10 @@ class Scanner(Protocol):
     def estimated_count(self) -> int: ...
 
     def chunks(self, start: ScanPosition | None = None) -> Iterator[Chunk]: ...
+
+
+def _never() -> bool:
+    return False
 
 
 SCANNING_OTHER_ID_TYPES = "checking the remaining _id types"
@@ -135,6 +140,9 @@ class SnapshotOptions:
     progress_interval_s: float = 0.5
     max_in_flight: int = 4_000
     """Records produced but not yet acknowledged before reading waits (bounds memory)."""
+    transaction_boundary: TransactionBoundary = TransactionBoundary()
+    """Where a transaction ends when the store is transactional (``exactly.once.support``): ``poll`` ends one
+    every ``max_records`` documents, ``interval`` every ``interval_s``."""
 
 
 class _Held:
@@ -191,6 +199,13 @@ class SnapshotRunner:
         self._done_reported: set[str] = set()
         self._since_check = 0
         self._started = clock()
+        self._transactional = store if is_transactional(store) else None
+        """The store when its commits are Kafka transactions of the sink's records (``exactly.once.support``)."""
+        self._exact: dict[str, tuple[_Held, int]] = {}
+        """Exactly once: per collection, the last document produced since its last registered chunk end, and the
+        collection's documents counting it; a commit stores the scan right after it."""
+        self._transaction_records = 0
+        self._transaction_began = clock()
 
     # -- producing ------------------------------------------------------------------
 
@@ -214,7 +229,8 @@ class SnapshotRunner:
         key = raw_document_id(document) if isinstance(document, RawBSONDocument) else document["_id"]
         return ChangeEvent(Op.READ, value_to_json(key), source, after=document_to_json(document))
 
-    def _produce(self, namespace: str, held: _Held, marker: SnapshotMarker) -> None:
+    def _produce(self, namespace: str, held: _Held, marker: SnapshotMarker, documents: int) -> None:
+        """Produce ``held``'s document, the ``documents``-th of ``namespace``."""
         # Back-pressure: a scan outruns Kafka easily; hold memory flat by waiting for acknowledgements.
         self._since_check += 1
         if self._since_check >= 256:
@@ -222,15 +238,21 @@ class SnapshotRunner:
             while self._tracker.in_flight >= self.options.max_in_flight and not self.stop.is_set():
                 self.sink.poll(0.05)
         event = self._event(namespace, held.document, marker, held.read_ns)
-        seq = self._tracker.issue()
+        topic, key, value = self.codec.topic(event), self.codec.key(event), self.codec.value(event, self._wall_ms())
         tracker = self._tracker
-        self.sink.produce(
-            self.codec.topic(event),
-            self.codec.key(event),
-            self.codec.value(event, self._wall_ms()),
-            headers=self.codec.headers,
-            on_ack=partial(tracker.acked, seq),
-        )
+        if self._transactional is None:
+            seq = tracker.issue()
+            self.sink.produce(topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq))
+            return
+        # Exactly once: a commit (which holds this lock) covers exactly the documents produced before it.
+        with self._lock:
+            seq = tracker.issue()
+            self.sink.produce(topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq))
+            self._exact[namespace] = (held, documents)
+            self._transaction_records += 1
+            due = self._transaction_records >= self.options.transaction_boundary.max_records
+        if due and self.options.transaction_boundary.mode == "poll":
+            self._commit_transaction()
 
     def _register(self, namespace: str, end: ScanPosition, documents: int, done: bool = False) -> None:
         """Everything of ``namespace`` up to ``end`` was handed to the producer."""
@@ -238,6 +260,7 @@ class SnapshotRunner:
             assert self._state is not None
             self._state = self._state.with_collection(namespace, CollectionProgress(end, done, documents))
             self._tracker.add_position(SourceOffset(self._resume, snapshot=self._state))
+            self._exact.pop(namespace, None)
 
     # -- one collection ---------------------------------------------------------------
 
@@ -259,14 +282,14 @@ class SnapshotRunner:
                 for document in chunk.documents:
                     if self.stop.is_set():
                         if held is not None:  # graceful stop: deliver what was read, resume right after it
-                            self._produce(ns, held, SnapshotMarker.TRUE)
                             emitted += 1
+                            self._produce(ns, held, SnapshotMarker.TRUE, emitted)
                             report.documents = emitted
                             self._register(ns, held.chunk.position_after(held.document), emitted)
                         return False, None
                     if held is not None:
-                        self._produce(ns, held, SnapshotMarker.TRUE)
                         emitted += 1
+                        self._produce(ns, held, SnapshotMarker.TRUE, emitted)
                         report.documents = emitted
                         if held.chunk is not chunk:  # the held document closed the previous chunk
                             self._register(ns, held.end, emitted)
@@ -363,7 +386,14 @@ class SnapshotRunner:
                     wait(remaining)
                     raise future.exception()  # type: ignore[misc]
             self.sink.poll(0)
-            if self._clock() >= next_commit:
+            if self._transactional is not None:
+                boundary = self.options.transaction_boundary
+                if self._clock() >= next_commit or boundary.due(
+                    self._transaction_records, _never, self._clock(), self._transaction_began
+                ):
+                    self._commit_transaction()
+                    next_commit = self._clock() + self.options.flush_interval_s
+            elif self._clock() >= next_commit:
                 self._commit(self._tracker.committable())
                 next_commit = self._clock() + self.options.flush_interval_s
             self._notify()
@@ -377,8 +407,8 @@ class SnapshotRunner:
             report = self.report.collections[ns]
             last = whole_snapshot and index == len(order) - 1
             marker = SnapshotMarker.LAST if last else SnapshotMarker.TRUE
-            self._produce(ns, item, marker)
             report.documents += 1
+            self._produce(ns, item, marker, report.documents)
             self._register(ns, item.end, report.documents, done=True)
             report.done, report.phase = True, ""
         for ns, item in held.items():
@@ -387,6 +417,12 @@ class SnapshotRunner:
                 self.report.collections[ns].done, self.report.collections[ns].phase = True, ""
 
     def _flush_and_commit(self, best_effort: bool = False) -> None:
+        if self._transactional is not None:
+            if best_effort:  # failing: what was produced since the last commit is aborted
+                self._transactional.abort()
+            else:
+                self._commit_transaction()
+            return
         try:
             self.sink.flush(None if not best_effort else 5.0)
         except Exception as exc:
@@ -400,6 +436,22 @@ class SnapshotRunner:
             return
         self.store.commit(self.options.connector, self.options.partition, offset.to_record())
         self._last_committed = offset
+
+    def _commit_transaction(self) -> None:
+        """Exactly once: commit the transaction with the offset that covers every document produced in it (the
+        scan of a collection right after its last document produced, where no chunk end was registered since)."""
+        with self._lock:
+            assert self._state is not None
+            state = self._state
+            for namespace, (held, documents) in self._exact.items():
+                after = held.chunk.position_after(held.document)
+                state = state.with_collection(namespace, CollectionProgress(after, False, documents))
+            offset = SourceOffset(self._resume, snapshot=state)
+            if self._transaction_records or offset != self._last_committed:
+                self.store.commit(self.options.connector, self.options.partition, offset.to_record())
+                self._last_committed = offset
+            self._transaction_records = 0
+            self._transaction_began = self._clock()
 
     def _notify(self) -> None:
         now = self._clock()

@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any, Protocol, assert_never
 
 from mongocdc.engine.acks import AckTracker
+from mongocdc.engine.exactly_once import TransactionBoundary, is_transactional
 from mongocdc.engine.incremental_snapshot import NOTHING, IncrementalSnapshotter, Step
 from mongocdc.engine.metrics import Metrics
 from mongocdc.engine.source_offset import SourceOffset
@@ -26,6 +27,10 @@ from mongocdc.offsets.base import OffsetStore
 from mongocdc.sources.base import ChangeSource, Idle
 
 log = logging.getLogger("mongocdc.engine")
+
+
+def _always(linger_s: float = 0.0) -> bool:
+    return True
 
 
 class Sink(Protocol):
@@ -97,6 +102,8 @@ class StreamOptions:
     """END of an open transaction after this long idle (None: at the next change, as Debezium)."""
     flush_timeout_s: float | None = None
     """How long a graceful stop waits for Kafka's acknowledgements (None: until they come)."""
+    transaction_boundary: TransactionBoundary = TransactionBoundary()
+    """Where a transaction ends when the store is transactional (``exactly.once.support``)."""
 
 
 class StreamingTask:
@@ -148,6 +155,12 @@ class StreamingTask:
         self._reconnects_seen = 0
         self._elections_seen = 0
         self.stats = StreamStats()
+        self._transactional = store if is_transactional(store) else None
+        """The store when its commits are Kafka transactions of the sink's records (``exactly.once.support``)."""
+        self._committed_records = 0
+        """Records issued when the last transaction was committed."""
+        self._transaction_began = clock()
+        self._next_status = clock()
 
     def _restore(self) -> Position | None:
         """Load the stored offset: the position to resume after, plus the transaction and snapshot state it carries."""
@@ -236,6 +249,12 @@ class StreamingTask:
             next_heartbeat = self._clock() + heartbeat_every
             next_observe = self._clock()
             snapshotter = self.snapshotter
+            linger_s = self.options.transaction_boundary.linger_s
+            source_caught_up: Callable[[float], bool] = getattr(self.source, "caught_up", _always)
+
+            def caught_up() -> bool:
+                return source_caught_up(linger_s)
+
             while not self.stop.is_set():
                 item = self.source.next()
                 match item:
@@ -269,7 +288,16 @@ class StreamingTask:
                     self._heartbeat(item.position)
                     next_heartbeat = self._clock() + heartbeat_every
                     next_commit = min(next_commit, self._clock())
-                if self._clock() >= next_commit:
+                if self._clock() >= next_commit or (
+                    self._transactional is not None
+                    and self.options.transaction_boundary.due(
+                        self._tracker.issued - self._committed_records,
+                        caught_up,
+                        self._clock(),
+                        self._transaction_began,
+                    )
+                ):
+                    # at least once: every offset.flush.interval.ms; exactly once: at each transaction boundary too
                     self._commit_acknowledged()
                     next_commit = self._clock() + self.options.flush_interval_s
             self._observe_source()
@@ -376,8 +404,20 @@ class StreamingTask:
             raise
 
     def _commit_acknowledged(self) -> None:
-        checkpoint = self._tracker.committable()
-        if checkpoint is not None and checkpoint != self._last_checkpoint:
+        """Commit the newest offset all of whose records Kafka acknowledged; with a transactional store, the
+        newest offset handed to the producer, with the transaction that holds every record before it."""
+        tracker = self._tracker
+        if self._transactional is not None:
+            checkpoint = tracker.latest()
+            issued = tracker.issued
+            due = checkpoint is not None and (issued != self._committed_records or checkpoint != self._last_checkpoint)
+            self._committed_records = issued
+            self._transaction_began = self._clock()
+        else:
+            checkpoint = tracker.committable()
+            due = checkpoint is not None and checkpoint != self._last_checkpoint
+        if due:
+            assert checkpoint is not None
             position = checkpoint.position
             self.store.commit(self.options.connector, self.options.partition, checkpoint.to_record())
             self._last_checkpoint = checkpoint
@@ -386,9 +426,17 @@ class StreamingTask:
             self.metrics.record_commit(self.options.partition)
             log.debug("committed sec=%d ord=%d", position.sec, position.ord)
         if self._on_status is not None:
+            if self._transactional is not None:  # a transaction may end every change: report at the flush interval
+                if self._clock() < self._next_status:
+                    return
+                self._next_status = self._clock() + self.options.flush_interval_s
             self._on_status(self.stats)
 
     def _commit_what_was_acknowledged_before_failing(self) -> None:
+        if self._transactional is not None:
+            # The item being handled may be half produced: its transaction is aborted, nothing of it is committed.
+            self._transactional.abort()
+            return
         try:
             self.sink.flush(5.0)
         except Exception as exc:  # the sink may be what failed; commit only what was acknowledged

@@ -18,9 +18,9 @@ from typing import Any, ClassVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from mongocdc.errors import UnreachableError
+from mongocdc.errors import MongocdcError, UnreachableError
 from mongocdc.kafka.client import KafkaClient
-from mongocdc.kafka.errors import Endpoint, kafka_error, show_key
+from mongocdc.kafka.errors import Endpoint, code_of, kafka_error, show_key
 
 DeliveryCallback = Callable[[Any, Any], None]
 """``(error or None, message)``, as confluent-kafka calls a delivery report."""
@@ -118,6 +118,14 @@ class KafkaProducer(KafkaClient):
     def _produce_failed(
         self, exc: KafkaException, topic: str, value: bytes | None, key: bytes | None, partition: int
     ) -> Exception:
+        if code_of(exc) == KafkaError._FATAL:
+            # The producer failed fatally (a fenced transactional producer): its error callback, served now, says why.
+            with contextlib.suppress(KafkaException):
+                self._client.poll(0)
+            try:
+                self.check()
+            except MongocdcError as kept:
+                return kept
         record = f"the record for key {show_key(key)} in {topic}" + (f"[{partition}]" if partition >= 0 else "")
         return self.endpoint.produce_failed(exc, record, len(value or b""), note=self.note, redo=self.redo)
 
@@ -168,10 +176,28 @@ class KafkaProducer(KafkaClient):
     def transaction(self, send: Callable[[], None], timeout_s: float, *, what: str) -> None:
         """Begin a transaction, ``send`` its records (``produce``), and commit it: every record of it is written,
         or none (a failed commit is aborted when it can be). A fenced producer raises ``FencedError``."""
+        self.begin_transaction()
+        try:
+            send()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.abort_transaction(timeout_s)
+            raise
+        self.commit_transaction(timeout_s, what=what)
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: the records produced from now on are committed or aborted together."""
         self.check()
         try:
             self._client.begin_transaction()
-            send()
+        except KafkaException as exc:
+            self.check()
+            raise self.endpoint.failed(exc, "beginning a transaction") from exc
+
+    def commit_transaction(self, timeout_s: float, *, what: str) -> None:
+        """Commit the open transaction (its records are flushed first): all of ``what`` becomes visible to
+        ``read_committed`` consumers, or none (a commit that fails is aborted when it can be, then raised)."""
+        try:
             self._client.commit_transaction(timeout_s)
         except KafkaException as exc:
             err = kafka_error(exc)
@@ -181,6 +207,13 @@ class KafkaProducer(KafkaClient):
             self.check()  # a fatal error kept by the error callback (a fence) says more than the request's
             raise self.endpoint.failed(exc, f"committing the transaction of {what}") from exc
         self.check()
+
+    def abort_transaction(self, timeout_s: float) -> None:
+        """Abort the open transaction: none of its records will be read by a ``read_committed`` consumer."""
+        try:
+            self._client.abort_transaction(timeout_s)
+        except KafkaException as exc:
+            raise self.endpoint.failed(exc, "aborting a transaction") from exc
 
     def wait(self, timeout_s: float) -> int:
         """Serve delivery reports for up to ``timeout_s``, until none is waiting; how many still wait."""

@@ -51,7 +51,14 @@ PRODUCER_FORCED: dict[str, Any] = {
     **JAVA_PARTITIONER,
     "linger.ms": 0,
 }
-CONSUMER_FORCED: dict[str, Any] = {**NO_AUTO_CREATE, "isolation.level": "read_committed"}
+CONSUMER_FORCED: dict[str, Any] = {
+    **NO_AUTO_CREATE,
+    "isolation.level": "read_committed",
+    # A replay ends at the end of the log, which a fetch reports at once instead of after its 500 ms wait for
+    # more: the last offset of a transactional topic is a commit marker, never delivered, so a replay always
+    # waits for that report (a connector's start and every `offsets` command waited 0.5-1 s for it).
+    "fetch.wait.max.ms": 10,
+}
 
 
 def transactional_id(connector: str) -> str:

@@ -72,6 +72,18 @@ class _Handoff:
             self._ready.notify()
         return True
 
+    @property
+    def empty(self) -> bool:
+        """No run is waiting (read without the lock: a hint that may be a moment old)."""
+        return not self._runs
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Whether a run (or the reader's error) is waiting, after waiting up to ``timeout_s`` for one."""
+        with self._ready:
+            if not self._runs and timeout_s > 0:
+                self._ready.wait(timeout_s)
+            return bool(self._runs)
+
     def get(self) -> list[Any]:
         """The next run; raises the reader's error once the runs before it were taken."""
         with self._ready:
@@ -186,6 +198,13 @@ class ReadAheadSource(Generic[S]):
         item = taken.popleft()
         self._position = item.position
         return item
+
+    def caught_up(self, linger_s: float = 0.0) -> bool:
+        """Whether every item the reader has read so far was returned by :meth:`next`, and no more came within
+        ``linger_s`` (what a transaction that ends at ``transaction.boundary=poll`` waits for)."""
+        if self._taken:
+            return False
+        return self._handoff is None or not self._handoff.wait_ready(linger_s)
 
     @property
     def position(self) -> Position | None:

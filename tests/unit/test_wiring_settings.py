@@ -139,3 +139,30 @@ def test_extended_headers_enabled_is_the_codecs_context_headers() -> None:
     names = [name for name, _ in wiring.codec(settings()).headers or []]
     assert "__debezium.context.connectorLogicalName" in names
     assert wiring.codec(settings(**{"extended.headers.enabled": False})).headers is None
+
+
+def test_exactly_once_needs_the_offsets_in_kafka(caplog: Any) -> None:
+    import logging
+
+    import pytest
+
+    from mongocdc.errors import ConfigError
+
+    assert not wiring.exactly_once(settings())  # disabled by default
+    assert wiring.exactly_once(settings(**{"exactly.once.support": "required", "offset.storage": "kafka"}))
+    assert wiring.exactly_once(settings(**{"exactly.once.support": "requested", "offset.storage": "kafka"}))
+    caplog.set_level(logging.WARNING, logger="mongocdc.wiring")
+    assert not wiring.exactly_once(settings(**{"exactly.once.support": "requested"}))  # SQLite: at least once
+    assert "delivering at least once" in caplog.text and "offset.storage: kafka" in caplog.text
+    with pytest.raises(ConfigError, match="exactly.once.support is required but offset.storage is sqlite") as raised:
+        settings(**{"exactly.once.support": "required"})
+    assert raised.value.exit_code == 3
+
+
+def test_transaction_boundary_defaults_to_poll_of_max_batch_size_and_the_flush_interval() -> None:
+    boundary = wiring.transaction_boundary(settings(**{"max.batch.size": 500, "offset.flush.interval.ms": 7000}))
+    assert (boundary.mode, boundary.max_records, boundary.interval_s, boundary.linger_s) == ("poll", 500, 7.0, 0.02)
+    interval = wiring.transaction_boundary(
+        settings(**{"transaction.boundary": "interval", "transaction.boundary.interval.ms": 250})
+    )
+    assert (interval.mode, interval.interval_s) == ("interval", 0.25)

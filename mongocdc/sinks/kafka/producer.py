@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any, Final
 
 from mongocdc.config.topic_creation import TopicCreation
-from mongocdc.errors import ConfigError
+from mongocdc.errors import ConfigError, FencedError, UnreachableError
 from mongocdc.kafka.admin import KafkaAdmin
 from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER
 from mongocdc.kafka.errors import Endpoint
@@ -51,8 +51,16 @@ class KafkaSink:
         creation: TopicCreation | None = None,
         admin_settings: Mapping[str, str] | None = None,
         timeout_s: float = 10.0,
+        transactional_id: str | None = None,
+        transaction_timeout_s: float = 60.0,
     ) -> None:
         self._settings = dict(settings)
+        self.transactional_id = transactional_id
+        self._transaction_timeout_s = transaction_timeout_s
+        self._transaction_lock = threading.Lock()
+        self._in_transaction = False
+        self.transaction_records = 0
+        """Records produced in the open transaction (0 when none is open)."""
         self._endpoint = Endpoint.of(settings, servers="kafka.bootstrap.servers (or --bootstrap-servers)")
         self._producer: KafkaProducer | None = None
         self._creation = creation
@@ -75,6 +83,7 @@ class KafkaSink:
                 self._settings,
                 self._endpoint,
                 defaults=PRODUCER_DEFAULTS,
+                forced=None if self.transactional_id is None else {"transactional.id": self.transactional_id},
                 note="; nothing after it was committed",
                 redo=": the event is read again from the stored offset",
             )
@@ -82,7 +91,15 @@ class KafkaSink:
 
     def connect(self, backoff: Backoff, attempt_timeout_s: float = 10.0) -> None:
         """Make sure the cluster answers before anything is read from MongoDB (retries with ``backoff``)."""
-        self._client().reach(backoff, timeout_s=attempt_timeout_s)
+        producer = self._client()
+        producer.reach(backoff, timeout_s=attempt_timeout_s)
+        if self.transactional_id is not None:
+            # Fences the producer of an older owner of this id: its next transactional request fails.
+            backoff.run(
+                f"registering transactional.id {self.transactional_id} at {self._endpoint.where}",
+                lambda: producer.init_transactions(self._transaction_timeout_s),
+                retry_on=(UnreachableError,),
+            )
 
     def check(self) -> None:
         """Raise the first delivery failure seen, if any."""
@@ -107,14 +124,19 @@ class KafkaSink:
         producer.check()
         if topic not in self._topics:
             self._ensure_topic(topic)
-        producer.produce(
-            topic,
-            value,
-            key,
-            -1 if partition is None else partition,
-            headers=headers,
-            on_delivery=partial(self._delivered, producer, on_ack),  # no closure per record: a report is one call
-        )
+        if self.transactional_id is not None:
+            self._begin()
+        try:
+            producer.produce(
+                topic,
+                value,
+                key,
+                -1 if partition is None else partition,
+                headers=headers,
+                on_delivery=partial(self._delivered, producer, on_ack),  # no closure per record: a report is one call
+            )
+        except FencedError as exc:
+            raise self._fenced(exc) from exc
         self.produced += 1
         producer.poll(0)  # a failure it serves is raised by the next call
 
@@ -197,6 +219,63 @@ class KafkaSink:
             self._producer.flush(
                 timeout, what="events", hint="check the brokers; nothing past the last acknowledged event was committed"
             )
+
+    # --- transactions (``transactional_id``) ----------------------------------------------
+
+    def _begin(self) -> None:
+        """Open a transaction unless one is open; count the record about to be produced in it."""
+        with self._transaction_lock:
+            if not self._in_transaction:
+                try:
+                    self._client().begin_transaction()
+                except FencedError as exc:
+                    raise self._fenced(exc) from exc
+                self._in_transaction = True
+            self.transaction_records += 1
+
+    def _fenced(self, exc: FencedError) -> FencedError:
+        return FencedError(
+            f"the task's producer (transactional.id {self.transactional_id}) was fenced: another instance of the "
+            f"connector took the task over; this one stops, and what it produced since its last commit is aborted "
+            f"({exc.message})",
+            hint="run one instance per connector: stop the other one before starting this one again, or give one of "
+            "them another name",
+        )
+
+    def commit_transaction(self, records: Iterable[tuple[str, bytes, bytes | None]] = ()) -> int:
+        """Produce ``records`` (``(topic, key, value)``: the offset record) in the open transaction and commit it
+        with every record produced since the last commit; returns how many records it held. The caller makes
+        sure no other thread produces meanwhile."""
+        assert self.transactional_id is not None, "a transactional sink only"
+        producer = self._client()
+        try:
+            for topic, key, value in records:
+                self._begin()
+                producer.produce(topic, value, key)
+        except FencedError as exc:
+            raise self._fenced(exc) from exc
+        with self._transaction_lock:
+            if not self._in_transaction:
+                return 0
+            held = self.transaction_records
+            self._in_transaction = False
+            self.transaction_records = 0
+        try:
+            producer.commit_transaction(self._transaction_timeout_s, what=f"{held} records")
+        except FencedError as exc:
+            raise self._fenced(exc) from exc
+        return held
+
+    def abort_transaction(self) -> None:
+        """Abort the open transaction, if any: a ``read_committed`` consumer never sees its records."""
+        if self.transactional_id is None or self._producer is None:
+            return
+        with self._transaction_lock:
+            if not self._in_transaction:
+                return
+            self._in_transaction = False
+            self.transaction_records = 0
+        self._producer.abort_transaction(self._transaction_timeout_s)
 
     def close(self) -> None:
         self._producer = None

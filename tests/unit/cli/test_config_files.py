@@ -118,6 +118,8 @@ def test_every_command_that_reads_the_configuration_takes_c() -> None:
         ("x.properties", "topic.naming.strategy=com.example.Custom\n", "io.debezium.schema.DefaultTopicNamingStrategy"),
         ("x.properties", "conector.class=MongoDb\n", "did you mean 'connector.class'?"),
         ("x.properties", "max.queue.size=10\n", "must be larger than max.batch.size"),
+        ("x.properties", "exactly.once.support=required\n", "a SQLite file cannot take part in a Kafka transaction"),
+        ("x.properties", "transaction.boundary=connector\n", "expected one of poll, interval"),
         ("x.yaml", "- a\n", "must hold a mapping"),
     ],
 )

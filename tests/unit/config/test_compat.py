@@ -211,7 +211,7 @@ topic.creation.default.replication.factor=3
 topic.creation.default.partitions=6
 header.converter=org.apache.kafka.connect.storage.SimpleHeaderConverter
 config.action.reload=restart
-exactly.once.support=required
+exactly.once.support=requested
 transaction.boundary=poll
 offsets.storage.topic=inventory-offsets
 producer.override.compression.type=zstd
@@ -236,13 +236,15 @@ def test_framework_keys_are_reported_once_in_one_warning(tmp_path: Path, caplog:
         "predicates.isOrders.type",
         "errors.tolerance",
         "errors.deadletterqueue.topic.name",
-        "exactly.once.support",
         "offsets.storage.topic",
         "producer.override.compression.type",
         "value.converter.decimal.format",
     ):
         assert key in text, key
         assert key in settings.ignored, key
+    # exactly.once.support and transaction.boundary take effect: Kafka Connect's exactly-once source support
+    assert "exactly.once.support" not in text and "exactly.once.support" not in settings.ignored
+    assert settings.exactly_once_support == "requested" and settings.transaction_boundary == "poll"
     # topic.creation.* takes effect: mongocdc creates missing topics as Kafka Connect does
     assert "topic.creation" not in text and "topic.creation.default.partitions" not in settings.ignored
     rules = settings.topic_creation_rules

@@ -347,6 +347,7 @@ def test_to_dict_has_stable_keys_and_is_json_ready() -> None:
             "skipped",
             "offset_commits",
             "snapshot",
+            "transactions",
         ]
     )
     assert list(full["partitions"]["rs0"]["snapshot"]) == list(empty["partitions"]["rs0"]["snapshot"])
@@ -362,6 +363,10 @@ COUNTERS = {
     "mongocdc_primary_elections_total",
     "mongocdc_offset_commits_total",
     "mongocdc_snapshot_rows_scanned_total",
+    "mongocdc_transactions_committed_total",
+    "mongocdc_transactions_aborted_total",
+    "mongocdc_transaction_records_total",
+    "mongocdc_transaction_commit_seconds_total",
 }
 GAUGES = {
     "mongocdc_connected",
@@ -377,6 +382,8 @@ GAUGES = {
     "mongocdc_snapshot_remaining_collections",
     "mongocdc_snapshot_rows_estimated",
     "mongocdc_kafka_records_in_flight",
+    "mongocdc_transaction_last_records",
+    "mongocdc_transaction_last_commit_milliseconds",
 }
 
 
@@ -480,3 +487,29 @@ def test_special_float_values_are_rendered_as_prometheus_spells_them() -> None:
     assert 'mongocdc_kafka_records_in_flight{connector="c"} NaN\n' in render_prometheus(data)
     data["kafka_records_in_flight"] = float("inf")
     assert 'mongocdc_kafka_records_in_flight{connector="c"} +Inf\n' in render_prometheus(data)
+
+
+def test_transactions_are_counted_per_partition_with_their_size_and_commit_time() -> None:
+    metrics = Metrics("inventory", clock=FakeClock())
+    metrics.register_partition("rs1")
+    metrics.record_transaction("rs0", 100, 0.010)
+    metrics.record_transaction("rs0", 300, 0.030)
+    metrics.record_transaction_aborted("rs0")
+    partitions = metrics.to_dict()["partitions"]
+    assert partitions["rs1"]["transactions"] is None  # at least once: no transactions, no series
+    assert partitions["rs0"]["transactions"] == {
+        "committed": 2,
+        "aborted": 1,
+        "records": 400,
+        "commit_seconds": 0.04,
+        "average_records": 200.0,
+        "average_commit_milliseconds": 20.0,
+        "last_records": 300,
+        "last_commit_milliseconds": 30.0,
+    }
+    families = parse_exposition(metrics.to_prometheus())
+    rs0 = (("connector", "inventory"), ("partition", "rs0"))
+    assert families["mongocdc_transactions_committed_total"].samples == {rs0: 2.0}
+    assert families["mongocdc_transactions_aborted_total"].samples == {rs0: 1.0}
+    assert families["mongocdc_transaction_records_total"].samples == {rs0: 400.0}
+    assert families["mongocdc_transaction_last_commit_milliseconds"].samples == {rs0: 30.0}

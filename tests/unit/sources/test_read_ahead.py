@@ -272,3 +272,36 @@ def test_the_readers_error_comes_after_the_items_of_its_run() -> None:
     with pytest.raises(UnreachableError, match="unreachable"):
         source.next()
     source.close()
+
+
+class GatedSource(ScriptedSource):
+    """Each item waits for its gate: the test decides when the reader has the next one."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__([Item(i) for i in range(count)])
+        self.gates = [threading.Event() for _ in range(count)]
+
+    def next(self) -> Item:
+        index = self.reads
+        if index < len(self.gates):
+            self.gates[index].wait(30)
+        return super().next()
+
+
+def test_caught_up_when_nothing_more_came_within_the_linger() -> None:
+    """transaction.boundary=poll: the task commits once it has handed over all the reader read and no more came."""
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    inner = GatedSource(3)
+    source = ReadAheadSource(inner, limit=8)
+    source.open(None)
+    inner.gates[0].set()
+    assert source.next().position == 0
+    assert source.caught_up(0.05)  # the reader waits on the server: nothing more within 50 ms
+    timer = threading.Timer(0.05, inner.gates[1].set)
+    timer.start()
+    assert not source.caught_up(30.0)  # the next change came while lingering: the transaction goes on
+    assert source.next().position == 1
+    inner.gates[2].set()
+    source.close()
+    timer.join()

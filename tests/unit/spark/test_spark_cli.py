@@ -362,6 +362,7 @@ def test_the_kafka_source_reads_without_waiting_for_fetches_and_kafka_options_wi
     source = kafka_source_options(options, 2)
     assert source["kafka.bootstrap.servers"] == "b:9092"
     assert source["kafka.fetch.max.wait.ms"] == "10"  # a micro-batch's offsets are in the log already
+    assert source["kafka.isolation.level"] == "read_committed"  # an aborted transaction never reaches a table
     assert source["minPartitions"] == "6"
     assert source["maxOffsetsPerTrigger"] == "500"
     assert source["startingOffsets"] == "earliest"
