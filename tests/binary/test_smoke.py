@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,8 +81,9 @@ def test_version_and_the_help_of_every_command(binary: Path, home: Path) -> None
     assert said.returncode == 0 and __version__ in said.stdout, said.stderr
     paths = [node.path for node in docs.walk(docs.root_command())]
     assert len(paths) > 30  # every group and command of the tree
-    for path in paths:
-        done = run(binary, home, *path, "--help")
+    with ThreadPoolExecutor(max_workers=4) as pool:  # each start waits mostly on unpacking and imports
+        helps = list(pool.map(lambda path: run(binary, home, *path, "--help"), paths))
+    for path, done in zip(paths, helps, strict=True):
         assert done.returncode == 0, f"mongocdc {' '.join(path)} --help: {done.stderr}"
         assert f"Usage: mongocdc {' '.join(path)}".rstrip() in done.stdout, done.stdout
 
