@@ -34,11 +34,13 @@ def ivy_dir() -> Path:
 def session_conf(ivy: Path) -> dict[str, str]:
     from mongocdc.spark.environment import packages_for_installed
     from mongocdc.spark.launcher import DELTA_CONF, JOB_CONF, LOCAL_CONF
+    from mongocdc.spark.packages import IVY_SETTINGS_CONF, ivy_settings
 
     packages = packages_for_installed()
     return {
         "spark.jars.packages": ",".join(packages.coordinates(with_delta=True)),
         "spark.jars.ivy": str(ivy),
+        IVY_SETTINGS_CONF: str(ivy_settings(ivy)),  # not the user's ~/.m2 (a POM there may lack its jar)
         **JOB_CONF,
         **DELTA_CONF,
         **LOCAL_CONF,

@@ -72,7 +72,10 @@ def _render_status(output: Output, data: dict[str, Any]) -> None:
     if output is Output.json:
         render.print_json(data)
         return
-    rows = [[key.replace("_", " "), value] for key, value in data.items() if key != "offsets"]
+    hidden = {"offsets", "lag_by_topic", "not_updated_for_s"}
+    rows = [[key.replace("_", " "), value] for key, value in data.items() if key not in hidden]
+    for topic, lag in sorted(data["lag_by_topic"].items()):
+        rows.append([f"lag {topic}", lag])
     for topic, partitions in sorted(data["offsets"].items()):
         rows.append([f"offsets {topic}", ", ".join(f"{p}:{o}" for p, o in sorted(partitions.items()))])
     render.table("spark job status", ["", "value"], rows)
@@ -251,6 +254,15 @@ def spark_run(
         bool,
         typer.Option("--submit", help="Run through spark-submit even on a local master (default: in-process)."),
     ] = False,
+    deletion_vectors: Annotated[
+        bool,
+        typer.Option(
+            "--deletion-vectors/--no-deletion-vectors",
+            help="Create Delta tables with deletion vectors (a MERGE marks the rows it replaces instead of "
+            "rewriting their files; readers need Delta 2.3+ or another engine that supports them). "
+            "--no-deletion-vectors: tables any Delta reader can read. Applies to tables the job creates.",
+        ),
+    ] = True,
     ui: Annotated[
         bool,
         typer.Option(
@@ -308,6 +320,7 @@ def spark_run(
         spark_log_level="INFO" if state(ctx).log_level is LogLevel.debug else "ERROR",
         json_logs=state(ctx).log_format is LogFormat.json,
         ui=ui,
+        deletion_vectors=deletion_vectors,
     )
     if dry_run:
         plan, spark_packages = launcher.prepare(plan)
@@ -331,9 +344,12 @@ def spark_run(
     epilog=examples(
         "mongocdc spark status --warehouse /data/warehouse",
         "mongocdc spark status --checkpoint /data/warehouse/_mongocdc/checkpoint -o json",
+        "mongocdc -c connector.yaml spark status --warehouse /data/warehouse --stale-after 120",
     ),
 )
+@settings_flags("kafka.bootstrap.servers")
 def spark_status(
+    ctx: typer.Context,
     checkpoint: CheckpointOpt = None,
     warehouse: Annotated[
         str | None,
@@ -344,12 +360,28 @@ def spark_status(
             show_default=False,
         ),
     ] = None,
+    stale_after: Annotated[
+        float,
+        typer.Option(
+            "--stale-after",
+            min=1,
+            metavar="SECONDS",
+            help="Call a job that says it runs 'stale' when its job.json was not rewritten for this long (a running "
+            "job rewrites it every 5 s and after every batch), or at once when its process is gone from this host.",
+        ),
+    ] = 60.0,
     output: OutputOpt = Output.table,
 ) -> None:
-    """Show the streaming query's progress from its checkpoint: batches, rows/s, lag, offsets."""
-    from mongocdc.spark.status import read_status
+    """Show the streaming query's progress from its checkpoint: whether it still runs, batches, rows/s, lag
+    (against the topics' end offsets now, asked of the job's broker or --bootstrap-servers), offsets."""
+    from mongocdc.spark.status import read_status, status_with_lag
 
     if checkpoint is None and warehouse is None:
         raise UsageError("give --checkpoint or --warehouse", hint="the same as the job runs with")
     location = checkpoint or default_checkpoint(warehouse or "")
-    _render_status(output, read_status(location).to_dict())
+    status = read_status(location)
+    invocation = state(ctx)
+    client = dict(invocation.settings().kafka_client)
+    if "kafka.bootstrap.servers" not in invocation.overrides and invocation.config is None:
+        client.pop("bootstrap.servers", None)  # the job's own broker (job.json), not the default address
+    _render_status(output, status_with_lag(status, client, stale_after_s=stale_after))

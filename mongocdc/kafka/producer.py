@@ -53,6 +53,7 @@ class KafkaProducer(KafkaClient):
         redo: str = "",
     ) -> None:
         forced = {"on_delivery": self._keep_failure, **(forced or {})}
+        self._transactional = "transactional.id" in forced
         super().__init__(
             Producer, settings, endpoint, defaults=defaults, forced=forced, purpose=purpose, timeout_s=timeout_s
         )
@@ -119,13 +120,19 @@ class KafkaProducer(KafkaClient):
         self, exc: KafkaException, topic: str, value: bytes | None, key: bytes | None, partition: int
     ) -> Exception:
         if code_of(exc) == KafkaError._FATAL:
-            # The producer failed fatally (a fenced transactional producer): its error callback, served now, says why.
+            # The producer failed fatally and says only that; a delivery report served now, or (transactional) the
+            # transaction API, which answers with the fatal error itself, says why: a newer producer fenced it.
             with contextlib.suppress(KafkaException):
                 self._client.poll(0)
             try:
                 self.check()
             except MongocdcError as kept:
                 return kept
+            if self._transactional:
+                try:
+                    self._client.abort_transaction(1.0)
+                except KafkaException as cause:
+                    return self.endpoint.failed(cause, f"producing to {topic}")
         record = f"the record for key {show_key(key)} in {topic}" + (f"[{partition}]" if partition >= 0 else "")
         return self.endpoint.produce_failed(exc, record, len(value or b""), note=self.note, redo=self.redo)
 

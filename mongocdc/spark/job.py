@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.streaming.query import StreamingQuery
@@ -45,7 +48,12 @@ log = logging.getLogger("mongocdc.spark")
 STATE_DIR = "mongocdc"
 KEEP_PROGRESS = 200
 _POLL_S = 1
-STILL_RUNNING_EVERY_S = 30.0
+HEARTBEAT_EVERY_S = 5.0
+"""How often the running job rewrites ``job.json`` (its ``updated_at``), besides after every batch: ``spark
+status`` calls a running job whose ``job.json`` is much older than this stale."""
+COMMIT_WAIT_S = 30.0
+"""How long a stopping job waits for Spark to commit the batch it just applied before it stops the query."""
+STILL_RUNNING_EVERY_S = 10.0
 """How often a long batch says what it is doing."""
 
 
@@ -65,6 +73,10 @@ class BatchApplier:
     compaction: Compaction | None = None
     doing: tuple[int, float, str] | None = None
     """While a batch runs: its id, when it began (monotonic) and what it does now, for the "still running" lines."""
+    stop: threading.Event | None = None
+    """Set once the job is to stop: a batch that has not begun yet does not begin (``StopBeforeBatch``)."""
+    last_applied: int | None = None
+    """The id of the last batch this process applied to the end."""
     _said_at: float = field(default=0.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -88,6 +100,10 @@ class BatchApplier:
     def __call__(self, records: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         self.doing = (batch_id, started, "reading its records from Kafka")
+        if self.stop is not None and self.stop.is_set():  # (after ``doing``: the stopping loop reads both)
+            self.doing = None
+            _quiet_query_end(self.spark)
+            raise StopBeforeBatch(f"{STOP_BEFORE_BATCH} {batch_id}")
         log.info("batch %d: %s", batch_id, self.doing[2])
         changes = self.changes(records).persist()
         try:
@@ -115,6 +131,7 @@ class BatchApplier:
                     *m.COLLECTION_COLUMNS
                 )
                 self.doing = (batch_id, started, f"applying {_changes(int(row['count']))} to {db}.{collection}")
+                log.info("batch %d: %s", batch_id, self.doing[2])
                 table = state_table(
                     self.spark,
                     self.options.table_format,
@@ -142,6 +159,7 @@ class BatchApplier:
             seconds = time.monotonic() - started
             rate = f" ({total / seconds:,.0f}/s)" if seconds > 0 and total else ""
             log.info("batch %d done: %s in %.1f s%s", batch_id, _changes(total), seconds, rate)
+            self.last_applied = batch_id
         finally:
             self.doing = None
             changes.unpersist()
@@ -157,6 +175,34 @@ class BatchApplier:
             return None
         self._said_at = now
         return f"batch {batch_id} still running after {now - started:.0f} s: {what}"
+
+
+STOP_BEFORE_BATCH = "mongocdc: the job is stopping, so it did not begin batch"
+
+
+class StopBeforeBatch(Exception):  # noqa: N818 - what it says is what happened, not an error
+    """Raised by a batch that began after the stop was asked for: it applies nothing and is not committed
+    (a restart applies it), and the query ends with it, which ``run`` takes for the stop it is."""
+
+
+class _WithoutStopBeforeBatch(logging.Filter):
+    """py4j logs every exception of a Python callback with its traceback: not the stop's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], StopBeforeBatch))
+
+
+def _quiet_query_end(spark: SparkSession) -> None:
+    """The query ends with ``StopBeforeBatch``: Spark would log it as an error, with its plan and stack."""
+    try:
+        jvm: Any = spark.sparkContext._jvm
+        level = jvm.org.apache.logging.log4j.Level.OFF
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(STREAM_EXECUTION_LOGGER, level)
+    except Exception as error:  # noqa: BLE001 - only a log line is at stake
+        log.debug("could not quiet %s: %s", STREAM_EXECUTION_LOGGER, error)
+
+
+STREAM_EXECUTION_LOGGER = "org.apache.spark.sql.execution.streaming.MicroBatchExecution"
 
 
 def _changes(n: int) -> str:
@@ -242,14 +288,20 @@ class ProgressLog:
         self.seen: dict[int, bool] = {}
         """Batch ids written, and whether their report had rows (an idle trigger reports the next id empty)."""
         self.started_at = datetime.now(UTC).isoformat()
+        self.status = "starting"
+        self.beaten_at = 0.0
 
     def write_job(self, status: str, error: str | None = None) -> None:
         o = self.options
+        self.status, self.beaten_at = status, time.monotonic()
         doc = {
             "mongocdc_version": __version__,
             "status": status,
             "started_at": self.started_at,
             "updated_at": datetime.now(UTC).isoformat(),
+            "heartbeat_every_s": HEARTBEAT_EVERY_S,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
             "error": error,
             "query_name": o.query_name,
             "topics": list(o.topics),
@@ -260,7 +312,12 @@ class ProgressLog:
             "changelog": o.changelog,
             "once": o.once,
         }
-        self.fs.write_text(f"{self.base}/job.json", json.dumps(doc, indent=2) + "\n")
+        self.fs.replace_text(f"{self.base}/job.json", json.dumps(doc, indent=2) + "\n")  # status reads it any time
+
+    def heartbeat(self, now: float, *, force: bool = False) -> None:
+        """Rewrite ``job.json`` as it is (a new ``updated_at``) once ``HEARTBEAT_EVERY_S`` passed, or now."""
+        if force or now - self.beaten_at >= HEARTBEAT_EVERY_S:
+            self.write_job(self.status)
 
     def is_new(self, report: Mapping[str, Any]) -> bool:
         batch = int(report.get("batchId", -1))
@@ -302,13 +359,20 @@ class RunSummary:
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+def _stop_on_signals(stop: threading.Event, now: threading.Event) -> Iterator[None]:
+    """SIGTERM and SIGINT set ``stop`` (the job stops after its current batch); a second one sets ``now``
+    too (the running batch is cancelled: it is not committed, so the next start applies it again)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: object) -> None:
-        log.info("received %s: stopping after the current batch", signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        if stop.is_set():
+            log.warning("received %s again: stopping now (the running batch is applied again at the next start)", name)
+            now.set()
+            return
+        log.info("received %s: stopping after the current batch", name)
         stop.set()
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -319,6 +383,35 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(s, h)
 
 
+@dataclass
+class _Stopping:
+    """The query loop once the stop was asked for: the running batch ends and Spark commits it first."""
+
+    applier: BatchApplier
+    fs: HadoopFs
+    checkpoint: str
+    now: threading.Event
+    since: float | None = None
+    said: bool = False
+
+    def ready(self, at: float) -> bool:
+        """Whether the query may be stopped now without cutting a batch short."""
+        if self.since is None:
+            self.since = at
+        if self.now.is_set():
+            return True
+        doing = self.applier.doing
+        if doing is not None:
+            if not self.said:
+                self.said = True
+                log.info("stopping after batch %d (%s)", doing[0], doing[2])
+            return False
+        last = self.applier.last_applied
+        if last is None or at - self.since > COMMIT_WAIT_S:
+            return True
+        return self.fs.exists(f"{self.checkpoint.rstrip('/')}/commits/{last}")
+
+
 def run(
     spark: SparkSession,
     options: JobOptions,
@@ -326,44 +419,66 @@ def run(
     stop: threading.Event | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunSummary:
-    """Run the job until caught up (``--once``), or until ``stop`` is set / SIGTERM / SIGINT."""
+    """Run the job until caught up (``--once``), or until ``stop`` is set / SIGTERM / SIGINT (after the
+    current batch: a batch that had begun is applied and committed, none begins after it)."""
     stop = stop or threading.Event()
+    now = threading.Event()
     progress_log = ProgressLog(spark, options)
-    applier = BatchApplier(spark, options)
+    applier = BatchApplier(spark, options, stop=stop)
     summary = RunSummary(applied=applier.applied)
+    stopping = _Stopping(applier, progress_log.fs, options.checkpoint, now)
     progress_log.write_job("running")
+    quiet = _WithoutStopBeforeBatch()
+    logging.getLogger("py4j.clientserver").addFilter(quiet)
     try:
-        with _stop_on_signals(stop):
+        with _stop_on_signals(stop, now):
             query = start(spark, options, applier)
             topics = ", ".join(options.topics) if options.topics else f"topics matching {options.topic_pattern}"
             log.info("query %s started: waiting for the first batch of %s", options.query_name, topics)
             try:
-                while not query.awaitTermination(_POLL_S):
+                while not _ended(query):
                     _record(query, progress_log, summary, on_progress)
                     line = applier.still_running(STILL_RUNNING_EVERY_S, time.monotonic())
                     if line is not None:
                         log.info("%s", line)
                     if stop.is_set():
-                        summary.stopped_by_signal = True
-                        query.stop()
-                        break
+                        if not summary.stopped_by_signal:
+                            summary.stopped_by_signal = True
+                            progress_log.write_job("stopping")
+                        if stopping.ready(time.monotonic()):
+                            query.stop()
+                            break
+                    progress_log.heartbeat(time.monotonic())
             finally:
                 _record(query, progress_log, summary, on_progress)
             exception = query.exception()
-            if exception is not None:
+            # the stop's own ends: a batch that began after the stop, or the batch a second signal cut short
+            stopped_query = stop.is_set() and (now.is_set() or STOP_BEFORE_BATCH in str(exception))
+            if exception is not None and not stopped_query:
                 raise SparkJobError(
                     f"the streaming query failed: {_first_line(str(exception))}",
                     hint="run again with --log-level debug for Spark's log; the checkpoint is intact, so a "
                     "restart continues after the last applied batch",
                 )
+            summary.stopped_by_signal = summary.stopped_by_signal or stop.is_set()
     except SparkJobError as error:
         progress_log.write_job("failed", error.message)
         raise
     except Exception as error:
         progress_log.write_job("failed", _first_line(str(error)))
         raise
+    finally:
+        logging.getLogger("py4j.clientserver").removeFilter(quiet)
     progress_log.write_job("stopped" if summary.stopped_by_signal or not options.once else "finished")
     return summary
+
+
+def _ended(query: StreamingQuery) -> bool:
+    """Wait up to ``_POLL_S`` for the query to end; whether it did (its error, if any: ``query.exception()``)."""
+    try:
+        return bool(query.awaitTermination(_POLL_S))
+    except StreamingQueryException:
+        return True
 
 
 def _record(
@@ -372,7 +487,10 @@ def _record(
     summary: RunSummary,
     on_progress: Callable[[dict[str, Any]], None] | None,
 ) -> None:
-    for report in progress_log.record(_reports(query)):
+    new = progress_log.record(_reports(query))
+    if new:
+        progress_log.heartbeat(time.monotonic(), force=True)
+    for report in new:
         if report.get("numInputRows"):
             summary.batches += 1
             summary.rows += int(report["numInputRows"])

@@ -12,12 +12,15 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,9 @@ DELTA_CONF = {
     # a commit would otherwise rebuild the new version's full file list only for its usage metrics
     "spark.databricks.delta.commitStats.collect": "false",
 }
+DELETION_VECTORS = "spark.databricks.delta.properties.defaults.enableDeletionVectors"
+"""The default of ``delta.enableDeletionVectors`` for new tables (``--no-deletion-vectors``: ``false``). A
+table with deletion vectors needs a reader that supports them (Delta 2.3+, delta-rs, DuckDB's delta)."""
 JOB_CONF = {
     # each micro-batch's parsed changes are cached once and dropped after the batch: building the
     # cache uncompressed is a quarter faster, and it lives for one batch only
@@ -87,6 +93,8 @@ class LaunchPlan:
     """``--log-format json``: the driver JVM's log4j lines are JSON records too (``JSON_LOGS``)."""
     ui: bool = False
     """Start the Spark UI (``spark.ui.enabled``; off by default: a batch job needs no web server and port)."""
+    deletion_vectors: bool = True
+    """Delta tables the job creates use deletion vectors (``DELETION_VECTORS``); off: any Delta reader reads them."""
     spark_home: SparkHome | None = None
     """The Spark installation a mongocdc without pyspark (the single binary) submits the job to."""
 
@@ -144,6 +152,7 @@ def plan_conf(plan: LaunchPlan, spark_packages: environment.SparkPackages) -> di
     conf.update(JOB_CONF)
     if delta:
         conf.update(DELTA_CONF)
+        conf[DELETION_VECTORS] = "true" if plan.deletion_vectors else "false"
     if plan.is_local:
         cores = str(max(2, os.cpu_count() or 2))
         conf.update(LOCAL_CONF)
@@ -282,11 +291,16 @@ def preflight(plan: LaunchPlan, conf: Mapping[str, str], spark_packages: environ
     if coordinates:
         ivy = ivy_dir(conf, spark_packages.spark_version)
         repositories = conf.get("spark.jars.repositories")
-        fetched = packages.ensure_packages(coordinates, ivy, repositories, on_fetch=_say_resolving)
+        # the user's Ivy settings, else mongocdc's (no local Maven repository: packages.IVY_SETTINGS), for the
+        # resolution here and for spark-submit's own
+        settings = conf.setdefault(packages.IVY_SETTINGS_CONF, str(packages.ivy_settings(ivy)))
+        fetched = packages.ensure_packages(coordinates, ivy, repositories, on_fetch=_say_resolving, settings=settings)
         if fetched:
             log.info("resolved Spark packages %s", ", ".join(fetched))
+        else:
+            log.debug("Spark packages %s: in %s already", ", ".join(coordinates), ivy)
         if not plan.through_submit:
-            jars = packages.resolved_jars(coordinates, ivy, repositories)
+            jars = packages.resolved_jars(coordinates, ivy, repositories, settings)
             if jars:
                 del conf["spark.jars.packages"]
                 given = [j for j in conf.get("spark.jars", "").split(",") if j]
@@ -324,13 +338,45 @@ def _run_submit(plan: LaunchPlan, conf: Mapping[str, str]) -> dict[str, Any]:
         env["SPARK_HOME"] = str(plan.spark_home.home)
         env["PYSPARK_PYTHON"] = str(plan.spark_home.python)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
-    result = subprocess.run(command, env=env, check=False, stdin=subprocess.DEVNULL)
+    # spark-submit's JVM ignores SIGTERM as an in-process one does (its Python driver, the job, stops after
+    # its batch), and this process waits for it to end instead of leaving it behind
+    with _waiting_through_stops():
+        result = subprocess.run(
+            command,
+            env=env,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_ignore_sigterm,  # noqa: PLW1509
+        )
     if result.returncode != 0:
         raise SparkJobError(
             f"spark-submit exited with {result.returncode}",
             hint="its output above says why; mongocdc spark status --checkpoint shows where the job stood",
         )
     return {"status": "stopped", "submitted": True, "master": plan.master}
+
+
+def _ignore_sigterm() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@contextmanager
+def _waiting_through_stops() -> Iterator[None]:
+    """SIGTERM and SIGINT to this process while it waits for spark-submit: said, and waited through (the
+    process group's signal reaches the job itself, which stops after its batch)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        log.info("received %s: waiting for the Spark job to stop after its batch", signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def start_session(plan: LaunchPlan, conf: Mapping[str, str]) -> Any:
@@ -347,7 +393,8 @@ def start_session(plan: LaunchPlan, conf: Mapping[str, str]) -> Any:
     log.info("starting Spark on %s in this process", plan.master)
     started = time.monotonic()
     try:
-        spark = builder.getOrCreate()
+        with jvm_ignoring_sigterm():
+            spark = builder.getOrCreate()
     except PySparkRuntimeError as error:
         raise SparkJobError(
             f"Spark did not start: {error}",
@@ -362,6 +409,46 @@ def start_session(plan: LaunchPlan, conf: Mapping[str, str]) -> Any:
         f"its UI is at {ui}" if ui else "no Spark UI (--ui starts it)",
     )
     return spark
+
+
+@contextmanager
+def jvm_ignoring_sigterm() -> Iterator[None]:
+    """Spark's driver JVM, started inside, ignores SIGTERM; this Python process handles it (``job.run``).
+
+    A service manager stops a job by signalling every process of it: systemd's ``KillMode=control-group``
+    (its default) the whole cgroup, ``kill -TERM -PGID``, ``timeout`` and ``tini -g`` the process group.
+    The JVM's own SIGTERM handler runs its shutdown hooks, which stop the SparkContext under the running
+    batch, so the batch failed and the job ended as a crash. A JVM started with SIGTERM ignored keeps it
+    ignored (HotSpot installs no handler for a shutdown signal that is ignored at its start, as ``nohup``
+    relies on for SIGHUP) from its first instruction: the Python side stops the query after its current
+    batch and then stops the JVM itself. pyspark starts the JVM with a ``preexec_fn`` of its own (which
+    ignores SIGINT), so its ``Popen`` gets one that also ignores SIGTERM while the session starts. The JVM
+    still ends with this process: it exits when its standard input (a pipe from this process) closes."""
+    try:
+        from pyspark import java_gateway
+    except ImportError:
+        yield
+        return
+    original = getattr(java_gateway, "Popen", None)
+    if original is None:  # a pyspark that starts its JVM differently: SIGTERM then reaches it as before
+        yield
+        return
+
+    def popen(command: Any, **kwargs: Any) -> Any:
+        given = kwargs.get("preexec_fn")
+
+        def preexec() -> None:
+            if given is not None:
+                given()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+        return original(command, **{**kwargs, "preexec_fn": preexec})
+
+    setattr(java_gateway, "Popen", popen)  # noqa: B010 - pyspark's module global, set back below
+    try:
+        yield
+    finally:
+        setattr(java_gateway, "Popen", original)  # noqa: B010
 
 
 def _run_in_process(

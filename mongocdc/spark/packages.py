@@ -6,6 +6,12 @@ directory first and, when a package's jar is missing, resolves it with a throw-a
 ``spark-submit`` whose output it reads: an unresolved package becomes ``SparkPackageError``
 (exit 4) saying how to pass the jars with ``--jars`` instead.
 
+Spark's Ivy looks in the user's local Maven repository (``~/.m2/repository``) first, and takes a module
+whose POM is there even when its jar is not (Maven leaves such entries: a build that needed only the POM,
+a download cut short), then fails with ``download failed: org#module;version!module.jar``. So every
+resolution uses mongocdc's own Ivy settings (``ivy_settings``: Maven Central and the Spark packages
+repository, no local Maven repository), unless ``spark.jars.ivySettings`` names the user's own.
+
 ``python -m mongocdc.spark.packages --ivy DIR [--no-delta]`` only resolves (``scripts/bootstrap``
 fills the repository's ``.cache/spark/ivy`` with it, so tests never download).
 """
@@ -64,14 +70,54 @@ def spark_submit_path() -> Path:
     return Path(spec.origin).parent / "bin" / "spark-submit"
 
 
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
+SPARK_PACKAGES = "https://repos.spark-packages.org/"
+IVY_SETTINGS = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- mongocdc spark run: Spark's default resolvers without the local Maven repository (~/.m2), whose entries
+     may be a POM without its jar; written by mongocdc.spark.packages.ivy_settings -->
+<ivysettings>
+  <!-- the report lists the modules resolved, which mongocdc records as the jars of a run (_write_manifest) -->
+  <property name="ivy.log.modules.in.use" value="true"/>
+  <!-- the name of Spark's own chain: modules an earlier run cached name it as their resolver -->
+  <settings defaultResolver="spark-list"/>
+  <resolvers>
+    <chain name="spark-list" returnFirst="true">
+      <ibiblio name="central" m2compatible="true" root="{central}"/>
+      <ibiblio name="spark-packages" m2compatible="true" root="{spark_packages}"/>
+    </chain>
+  </resolvers>
+</ivysettings>
+"""
+IVY_SETTINGS_CONF = "spark.jars.ivySettings"
+
+
+def ivy_settings(ivy_dir: Path) -> Path:
+    """mongocdc's Ivy settings file, written into ``ivy_dir`` (``DEFAULT_ARTIFACT_REPOSITORY``, which Spark
+    reads for the Spark packages repository, is honoured the same way)."""
+    text = IVY_SETTINGS.format(
+        central=MAVEN_CENTRAL, spark_packages=os.environ.get("DEFAULT_ARTIFACT_REPOSITORY") or SPARK_PACKAGES
+    )
+    target = ivy_dir / "mongocdc-ivysettings.xml"
+    if not target.is_file() or target.read_text() != text:
+        ivy_dir.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(text)
+        partial.replace(target)
+    return target
+
+
 @dataclass(frozen=True)
 class Resolution:
     returncode: int
     output: str
 
 
-def run_resolution(coordinates: Sequence[str], ivy_dir: Path, repositories: str | None = None) -> Resolution:
-    """Let Spark's Ivy resolve ``coordinates`` into ``ivy_dir`` (the application class does not exist on purpose)."""
+def run_resolution(
+    coordinates: Sequence[str], ivy_dir: Path, repositories: str | None = None, settings: str | None = None
+) -> Resolution:
+    """Let Spark's Ivy resolve ``coordinates`` into ``ivy_dir`` (the application class does not exist on purpose),
+    with ``settings`` (an Ivy settings file; ``None``: ``ivy_settings``; ``""``: Spark's default resolvers)."""
     command = [
         str(spark_submit_path()),
         "--master",
@@ -81,6 +127,9 @@ def run_resolution(coordinates: Sequence[str], ivy_dir: Path, repositories: str 
         "--conf",
         f"spark.jars.ivy={ivy_dir}",
     ]
+    settings = str(ivy_settings(ivy_dir)) if settings is None else settings
+    if settings:
+        command += ["--conf", f"{IVY_SETTINGS_CONF}={settings}"]
     if repositories:
         command += ["--repositories", repositories]
     command += ["--class", "mongocdc.spark.ResolveOnly", "spark-internal"]
@@ -115,12 +164,15 @@ def _write_manifest(coordinates: Sequence[str], ivy_dir: Path, repositories: str
     partial.replace(target)
 
 
-def resolved_jars(coordinates: Sequence[str], ivy_dir: Path, repositories: str | None = None) -> list[Path] | None:
+def resolved_jars(
+    coordinates: Sequence[str], ivy_dir: Path, repositories: str | None = None, settings: str | None = None
+) -> list[Path] | None:
     """The jar files of ``coordinates`` and their dependencies, resolved before (``ensure_packages``); the
     resolution runs again, quietly, when there is no record of it yet. ``None`` when it cannot be said."""
     manifest = manifest_path(coordinates, ivy_dir, repositories)
     if not manifest.is_file():  # (the throw-away spark-submit always fails: its report is what counts)
-        _write_manifest(coordinates, ivy_dir, repositories, run_resolution(coordinates, ivy_dir, repositories).output)
+        resolution = run_resolution(coordinates, ivy_dir, repositories, settings)
+        _write_manifest(coordinates, ivy_dir, repositories, resolution.output)
     try:
         jars = [ivy_dir / "jars" / name for name in manifest.read_text().split()]
     except OSError:
@@ -134,6 +186,7 @@ def ensure_packages(
     repositories: str | None = None,
     *,
     on_fetch: Callable[[Sequence[str], Path], None] | None = None,
+    settings: str | None = None,
 ) -> list[str]:
     """Make sure every coordinate's jar is in ``ivy_dir``; return those that had to be resolved now
     (``on_fetch`` is told before they are)."""
@@ -142,7 +195,7 @@ def ensure_packages(
         return []
     if on_fetch is not None:
         on_fetch(wanted, ivy_dir)
-    result = run_resolution(coordinates, ivy_dir, repositories)
+    result = run_resolution(coordinates, ivy_dir, repositories, settings)
     still = missing(coordinates, ivy_dir)
     if still:
         unresolved = sorted(set(_UNRESOLVED.findall(result.output))) or still

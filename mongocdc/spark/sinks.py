@@ -19,7 +19,8 @@ touches.
 *Parquet*: each batch writes a complete new version of the table (documents and markers)
 to ``<table>/_versions/<N>/``; only then is ``<table>/_commits/<N>`` created, and that empty
 file is the pointer readers follow (the newest one wins; creating a file is atomic on every
-Hadoop filesystem), so a reader sees a whole batch or none of it. The last
+Hadoop filesystem), so a reader sees a whole batch or none of it; ``<table>/_latest`` then names that
+version's documents directory for engines that read plain Parquet (``write_latest``). The last
 ``KEEP_VERSIONS`` versions are kept. :func:`read_table` reads either kind.
 """
 
@@ -88,6 +89,19 @@ class HadoopFs:
         finally:
             out.close()
 
+    def replace_text(self, path: str, text: str) -> None:
+        """Write a file that readers may be reading: aside first, then moved over the old one, so a reader
+        sees the old or the new text, never a half-written one (where a filesystem cannot move over a file,
+        the old one is deleted first: a reader may then find none for that moment)."""
+        parent, _, name = path.rpartition("/")
+        partial = f"{parent}/.{name}.{uuid.uuid4().hex}"
+        self.write_text(partial, text)
+        try:
+            self.rename(partial, path)
+        except OSError:
+            self.delete(path)
+            self.rename(partial, path)
+
 
 @dataclass(frozen=True)
 class BatchSize:
@@ -130,6 +144,17 @@ def parquet_versions(fs: HadoopFs, table: str) -> list[int]:
 
 def _version_dir(table: str, version: int) -> str:
     return f"{table}/{VERSIONS_DIR}/{version:020d}"
+
+
+LATEST_FILE = "_latest"
+"""``<table>/_latest``: one line, the newest committed version's documents directory relative to the table
+(``_versions/<N, 20 digits>/rows``), for engines that read Parquet and know nothing of ``_commits/``."""
+
+
+def write_latest(fs: HadoopFs, table: str, version: int) -> None:
+    """Point ``<table>/_latest`` at ``version`` (``HadoopFs.replace_text``: a reader that finds no pointer for a
+    moment takes the highest number in ``_commits/``)."""
+    fs.replace_text(f"{table}/{LATEST_FILE}", f"{VERSIONS_DIR}/{version:020d}/rows\n")
 
 
 def is_delta_table(fs: HadoopFs, table: str) -> bool:
@@ -185,6 +210,7 @@ class ParquetTable:
             lambda: new_markers.write.mode("overwrite").parquet(f"{target}/deleted"),
         )
         fs.touch(f"{self.path}/{COMMITS_DIR}/{version}")  # the pointer swap: readers now see this version
+        write_latest(fs, self.path, version)
         for old in versions[: max(0, len(versions) + 1 - KEEP_VERSIONS)]:
             fs.delete(f"{self.path}/{COMMITS_DIR}/{old}")
             fs.delete(_version_dir(self.path, old))

@@ -15,7 +15,11 @@ README = Path(__file__).resolve().parents[3] / "README.md"
 
 def readme_commands() -> list[str]:
     commands = []
-    for block in re.findall(r"```(?:sh|bash|shell|console)?\n(.*?)```", README.read_text(), flags=re.S):
+    # each fence opens a block at the start of a line and the next one closes it (a block in another language,
+    # python or yaml, is skipped as a whole)
+    for language, block in re.findall(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```", README.read_text(), flags=re.S | re.M):
+        if language not in ("", "sh", "bash", "shell", "console"):
+            continue
         for line in block.replace("\\\n", " ").splitlines():
             line = line.strip()
             if line.startswith("mongocdc "):

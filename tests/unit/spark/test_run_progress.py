@@ -66,7 +66,9 @@ def test_resolved_packages_are_listed_once_and_a_run_in_this_process_starts_with
     ivy = ivy_with(tmp_path, "com.example_lib-1.0.jar", "org.example_kafka-source_2.13-4.0.0.jar")
     resolutions: list[list[str]] = []
 
-    def resolution(coordinates: list[str], ivy_dir: Path, repositories: str | None = None) -> packages.Resolution:
+    def resolution(
+        coordinates: list[str], ivy_dir: Path, repositories: str | None = None, settings: str | None = None
+    ) -> packages.Resolution:
         resolutions.append(list(coordinates))
         return packages.Resolution(101, REPORT)  # the throw-away spark-submit fails: its report counts
 
@@ -94,7 +96,9 @@ def test_packages_not_there_yet_are_said_to_be_downloaded_before_they_are(
     ivy = ivy_with(tmp_path)
     said: list[str] = []
 
-    def resolution(coordinates: list[str], ivy_dir: Path, repositories: str | None = None) -> packages.Resolution:
+    def resolution(
+        coordinates: list[str], ivy_dir: Path, repositories: str | None = None, settings: str | None = None
+    ) -> packages.Resolution:
         said.extend(r.getMessage() for r in caplog.records)  # what was said before the download began
         for name in ("com.example_lib-1.0.jar", "org.example_kafka-source_2.13-4.0.0.jar"):
             (ivy_dir / "jars" / name).write_bytes(b"PK")

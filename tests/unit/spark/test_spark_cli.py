@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -208,7 +209,9 @@ def test_unresolvable_package_exits_4_saying_how_to_pass_jars(
 ) -> None:
     seen: list[list[str]] = []
 
-    def resolution(coordinates: list[str], ivy_dir: Path, repositories: str | None = None) -> packages.Resolution:
+    def resolution(
+        coordinates: list[str], ivy_dir: Path, repositories: str | None = None, settings: str | None = None
+    ) -> packages.Resolution:
         seen.append(list(coordinates))
         return packages.Resolution(
             1, ":: UNRESOLVED DEPENDENCIES ::\n:: unresolved dependency: org.example#nope_2.13;9.9.9: not found\n"
@@ -236,7 +239,8 @@ def test_status_reads_the_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixtu
         )
         (checkpoint / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
     (checkpoint / "offsets" / "2").write_text('v1\n{}\n{"p.db.orders":{"0":50,"1":7}}\n')  # in flight
-    (checkpoint / "mongocdc" / "job.json").write_text(json.dumps({"status": "running", "format": "delta"}))
+    job = {"status": "running", "format": "delta", "updated_at": datetime.now(UTC).isoformat()}
+    (checkpoint / "mongocdc" / "job.json").write_text(json.dumps(job))  # no broker known: the last batch's lag
     report = {
         "batchId": 1,
         "timestamp": "2024-05-01T10:00:00.000Z",
@@ -257,7 +261,7 @@ def test_status_reads_the_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert status["status"] == "running" and status["format"] == "delta"
     assert status["batches_committed"] == 2 and status["in_flight_batch"] == 2
     assert status["offsets"] == {"p.db.orders": {"0": 45, "1": 7}}
-    assert status["lag"] == 7 + 2
+    assert status["lag"] == 7 + 2 and status["lag_source"].startswith("last batch")
     assert status["processed_rows_per_second"] == 10.0 and status["recent_rows_per_second"] == 10.0
     assert run(["spark", "status", "--checkpoint", str(checkpoint)]) == ExitCode.OK
     assert "lag" in capsys.readouterr().out
