@@ -28,6 +28,7 @@ import pymongo
 from confluent_kafka import Producer
 
 from bench import baseline, connector
+from bench import binary as binary_bench
 from bench import fleet as fleet_bench
 from bench import replication as replication_bench
 from bench import spark as spark_bench
@@ -53,9 +54,10 @@ TARGET_RATIO = 0.9  # snapshot and streaming against the bare loop, with Debeziu
 MEMORY_TARGET_MB = 50.0
 MEMORY_TARGET_SIZES = (10_000, 1_000_000)
 ALL = ("snapshot", "stream", "memory")
-OPTIONAL = ("spark", "replication", "fleet")  # only with --only: bench/spark.py (a Spark JVM of its own, about 2
-# minutes), bench/replication.py (two Kafka brokers of its own, no MongoDB, about 1 minute), bench/fleet.py (a broker
-# and a sharded stand-in of its own, worker groups of 1-3 processes, about 2 minutes)
+OPTIONAL = ("spark", "replication", "fleet", "binary")  # only with --only: bench/spark.py (a Spark JVM of its own,
+# about 2 minutes), bench/replication.py (two Kafka brokers of its own, no MongoDB, about 1 minute), bench/fleet.py
+# (a broker and a sharded stand-in of its own, worker groups of 1-3 processes, about 2 minutes), bench/binary.py (the
+# single binary against the pip install; builds it first when the sources changed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -575,6 +577,8 @@ def render_table(report: dict[str, Any]) -> str:
         lines += replication_bench.render(report["results"]["replication"])
     if "fleet" in report["results"]:
         lines += fleet_bench.render(report["results"]["fleet"])
+    if "binary" in report["results"]:
+        lines += binary_bench.render(report["results"]["binary"])
     mem = report["results"].get("memory")
     if mem is not None:
         lo, hi = mem["sizes"][0], mem["sizes"][-1]
@@ -719,6 +723,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     spark_bench.add_arguments(parser)
     replication_bench.add_arguments(parser)
     fleet_bench.add_arguments(parser)
+    binary_bench.add_arguments(parser)
     args = parser.parse_args(argv)
     args.only = [x.strip() for x in args.only.split(",") if x.strip()]
     if any("=" not in option for option in args.debezium_option):
@@ -786,6 +791,8 @@ def main(argv: list[str] | None = None) -> int:
             report["results"]["stream"] = bench_stream(svc, args, workdir)
         if "memory" in args.only:
             report["results"]["memory"] = bench_memory(svc, args, workdir)
+        if "binary" in args.only:
+            report["results"]["binary"] = binary_bench.bench_binary(svc.uri, svc.bootstrap, args, _load, workdir)
         if args.profile and args.only:
             report["profiles"] = profile_runs(svc, args, workdir)
     report["seconds"] = round(time.monotonic() - started, 1)

@@ -10,6 +10,8 @@ checkpoint without starting Spark.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -279,7 +281,7 @@ def spark_run(
     output: OutputLinesOpt = Output.table,
 ) -> None:
     """Run the Spark job that keeps one table per collection up to date (latest document per key)."""
-    from mongocdc.spark import launcher
+    from mongocdc.spark import installation, launcher
 
     conf_pairs = parse_pairs(conf or (), "--conf")
     options = JobOptions.from_cli(
@@ -300,7 +302,14 @@ def spark_run(
         kafka_options=kafka_option or (),
         query_name=query_name,
     )
+    spark_home = None
+    if installation.frozen():  # the single binary: no pyspark here, the job runs where Spark is
+        found = installation.find(os.environ)
+        if isinstance(found, installation.SparkPython):
+            raise typer.Exit(installation.hand_over(found, sys.argv[1:], os.environ))
+        spark_home = found
     plan = launcher.LaunchPlan(
+        spark_home=spark_home,
         options=options,
         master=master,
         conf=conf_pairs,

@@ -29,6 +29,7 @@ from mongocdc import __version__
 from mongocdc.config import redact_text
 from mongocdc.errors import SparkEnvironmentError, SparkJobError
 from mongocdc.spark import environment, packages
+from mongocdc.spark.installation import SparkHome
 from mongocdc.spark.options import JobOptions, TableFormat
 
 log = logging.getLogger("mongocdc.spark")
@@ -94,6 +95,8 @@ class LaunchPlan:
     """Start the Spark UI (``spark.ui.enabled``; off by default: a batch job needs no web server and port)."""
     deletion_vectors: bool = True
     """Delta tables the job creates use deletion vectors (``DELETION_VECTORS``); off: any Delta reader reads them."""
+    spark_home: SparkHome | None = None
+    """The Spark installation a mongocdc without pyspark (the single binary) submits the job to."""
 
     @property
     def is_local(self) -> bool:
@@ -101,7 +104,12 @@ class LaunchPlan:
 
     @property
     def through_submit(self) -> bool:
-        return self.submit or not self.is_local
+        return self.submit or not self.is_local or self.spark_home is not None
+
+    @property
+    def ships_modules(self) -> bool:
+        """``--py-files`` with mongocdc's modules: the driver's Python has no mongocdc of its own."""
+        return not self.is_local or self.spark_home is not None
 
     @property
     def app_name(self) -> str:
@@ -122,7 +130,11 @@ def resolve_format(requested: TableFormat, delta_installed: bool) -> TableFormat
 
 def prepare(plan: LaunchPlan) -> tuple[LaunchPlan, environment.SparkPackages]:
     """The plan with its table format decided, and the packages matching the installed Spark."""
-    spark_packages = environment.packages_for_installed()  # SparkEnvironmentError without pyspark
+    if plan.spark_home is not None:  # Delta's Python half is not in a Spark installation: Parquet
+        home = plan.spark_home
+        spark_packages = environment.SparkPackages(spark_version=home.version, scala=home.scala, delta=None)
+    else:
+        spark_packages = environment.packages_for_installed()  # SparkEnvironmentError without pyspark
     table_format = resolve_format(plan.requested_format, spark_packages.delta is not None)
     return replace(plan, options=replace(plan.options, table_format=table_format)), spark_packages
 
@@ -149,8 +161,10 @@ def plan_conf(plan: LaunchPlan, spark_packages: environment.SparkPackages) -> di
             # Delta rebuilds a table's file list after every commit in this many tasks (50 by default):
             # on one machine that was most of a small batch's time
             conf["spark.databricks.delta.snapshotPartitions"] = cores
-        conf["spark.pyspark.python"] = sys.executable
-        conf["spark.pyspark.driver.python"] = sys.executable
+        # the job's Python: this one, or a Spark installation's (this one is the binary, which is no Python)
+        python = str(plan.spark_home.python) if plan.spark_home else sys.executable
+        conf["spark.pyspark.python"] = python
+        conf["spark.pyspark.driver.python"] = python
         conf.update(local_jvm_conf(machine_memory(), os.environ))
         # quiet from the JVM's start, not only once the session exists (JSON logs bring their own configuration)
         if plan.spark_log_level != "INFO" and not plan.json_logs:
@@ -222,8 +236,14 @@ def machine_memory(limits: Sequence[str] = CGROUP_LIMITS) -> int | None:
     return total
 
 
+BUNDLED_ZIP = Path(__file__).with_name("mongocdc-py.zip")
+"""The single binary's copy of mongocdc's modules (``scripts/mongocdc.spec``): it has no ``.py`` files to zip."""
+
+
 def py_files_zip() -> Path:
     """mongocdc's own modules as one zip for ``--py-files`` (the driver on a cluster imports them)."""
+    if BUNDLED_ZIP.is_file():
+        return BUNDLED_ZIP
     root = Path(__file__).resolve().parents[1]
     target = Path(tempfile.gettempdir()) / f"mongocdc-{__version__}-py.zip"
     return target if target.is_file() else _write_zip(root, target)
@@ -240,9 +260,11 @@ def _write_zip(root: Path, target: Path) -> Path:
 
 def submit_command(plan: LaunchPlan, conf: Mapping[str, str], *, py_files: Path | None = None) -> list[str]:
     """The ``spark-submit`` command line that runs the job."""
-    command = [str(packages.spark_submit_path()), "--master", plan.master, "--name", plan.app_name]
-    if not plan.is_local:
-        command += ["--py-files", str(py_files or Path(tempfile.gettempdir()) / f"mongocdc-{__version__}-py.zip")]
+    spark_submit = plan.spark_home.spark_submit if plan.spark_home else packages.spark_submit_path()
+    command = [str(spark_submit), "--master", plan.master, "--name", plan.app_name]
+    if plan.ships_modules:
+        written = Path(tempfile.gettempdir()) / f"mongocdc-{__version__}-py.zip"  # py_files_zip's
+        command += ["--py-files", str(py_files or (BUNDLED_ZIP if BUNDLED_ZIP.is_file() else written))]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     return [*command, str(ENTRY), *plan.options.to_args()]
@@ -308,10 +330,13 @@ def launch(
 
 
 def _run_submit(plan: LaunchPlan, conf: Mapping[str, str]) -> dict[str, Any]:
-    py_files = None if plan.is_local else py_files_zip()
+    py_files = py_files_zip() if plan.ships_modules else None
     command = submit_command(plan, conf, py_files=py_files)
     log.info("running %s", printable(command))
     env = dict(os.environ)
+    if plan.spark_home is not None:
+        env["SPARK_HOME"] = str(plan.spark_home.home)
+        env["PYSPARK_PYTHON"] = str(plan.spark_home.python)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     # spark-submit's JVM ignores SIGTERM as an in-process one does (its Python driver, the job, stops after
     # its batch), and this process waits for it to end instead of leaving it behind

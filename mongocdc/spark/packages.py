@@ -23,6 +23,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -53,11 +54,14 @@ def missing(coordinates: Sequence[str], ivy_dir: Path) -> list[str]:
 
 
 def spark_submit_path() -> Path:
-    """``$SPARK_HOME/bin/spark-submit``, else the one shipped inside the pyspark package."""
+    """``$SPARK_HOME/bin/spark-submit``, else the one shipped inside the pyspark package, else the one on ``PATH``."""
     home = os.environ.get("SPARK_HOME", "").strip()
     if home:
         return Path(home) / "bin" / "spark-submit"
     spec = importlib.util.find_spec("pyspark")
+    on_path = shutil.which("spark-submit")
+    if (spec is None or spec.origin is None) and on_path:
+        return Path(on_path)
     if spec is None or spec.origin is None:
         raise SparkEnvironmentError(
             "pyspark is not installed, so there is no spark-submit",
