@@ -164,13 +164,24 @@ def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFra
     )
 
 
+PARTIAL = "_mongocdc_partial"
+"""Typed change rows (:func:`project`): true for a change without the whole document (``document`` is gone)."""
+
+
 def applicable(changes: DataFrame) -> DataFrame:
     """The changes that decide a key's state: deletes, and c/u/r that carry the whole document.
 
     An update without ``after`` (``capture.mode=change_streams``, or a look-up that found the
     document already deleted) cannot rebuild the document; the delete that follows decides.
+    Typed rows say it in their own column: a filter on ``document`` there would make Spark add the
+    column back below the projection, and the plan would no longer be the one the job cached (each
+    collection's merge then read and parsed the batch from Kafka again).
     """
-    return changes.where((F.col("_op") == "d") | F.col(DOCUMENT).isNotNull())
+    if DOCUMENT in changes.columns:
+        return changes.where((F.col("_op") == "d") | F.col(DOCUMENT).isNotNull())
+    if PARTIAL in changes.columns:
+        return changes.where(~F.col(PARTIAL))
+    return changes
 
 
 def parse_schema(text: str) -> StructType:
@@ -198,9 +209,10 @@ def project(changes: DataFrame, schema: StructType | None) -> DataFrame:
         return changes
     raw, fields = columns.projection(schema)
     others = [c for c in changes.columns if c != DOCUMENT]
-    # ``document`` stays below the typed columns: ``applicable`` still tells updates without it apart
     parsed = changes.select("*", F.from_json(F.col(DOCUMENT), raw, columns.JSON_OPTIONS).alias(columns.DOC))
-    return parsed.selectExpr(*[f"`{c}`" for c in others], *fields)
+    # whether the change carried the whole document, for ``applicable`` (the typed columns cannot say it)
+    partial = f"(_op <> 'd' AND {DOCUMENT} IS NULL) AS {PARTIAL}"
+    return parsed.selectExpr(*[f"`{c}`" for c in others], *fields, partial)
 
 
 RANK = "_mongocdc_rank"

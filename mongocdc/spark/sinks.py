@@ -448,6 +448,7 @@ def append_changelog(
     compaction: Compaction | None = None,
 ) -> None:
     """Append a batch's change events, once: a re-run batch replaces (Parquet) or is skipped (Delta)."""
+    changes = changes.drop(m.PARTIAL)  # the typed rows' own bookkeeping, not part of the event
     rows = changes.withColumn("_batch_id", F.lit(batch_id).cast("long"))
     if table_format is TableFormat.delta:
         writer = rows.write.format("delta").mode("append").option("txnAppId", app_id).option("txnVersion", batch_id)
