@@ -134,12 +134,18 @@ def _events(spark: Any, path: str, *, first: int, count: int, kind: str, later: 
             F.lit(0).alias("ts_ms"),
         )
     )
+    # a change's cluster time, as mongocdc's streaming loop writes it (envelope.CLUSTER_TIME_HEADER): the seconds
+    # of its ts_ms and an increment that grows with it
+    stamp = F.format_string('{"$timestamp":{"t":%d,"i":%d}}', (ts / 1000).cast("long"), ts % 1000 + 1)
+    header = F.struct(F.lit("__mongocdc.clusterTime").alias("key"), stamp.cast("binary").alias("value"))
+    headers = F.when(F.lit(kind == "snapshot"), F.lit(None)).otherwise(F.array(header))
     rows = ids.select(
         F.lit("bench.bench.orders").alias("topic"),
         (F.col("i") % partitions).cast("int").alias("partition"),
         F.col("i").alias("offset"),
         F.to_json(F.struct(key.cast("string").alias("id"))).cast("binary").alias("key"),
         value.cast("binary").alias("value"),
+        headers.alias("headers"),
     )
     rows.write.mode("overwrite").parquet(path)
 
@@ -206,7 +212,7 @@ def bench_spark(args: argparse.Namespace) -> dict[str, Any]:
             def topic_of(path: str) -> str:
                 topic = f"bench-spark-{uuid.uuid4().hex[:8]}"  # a given cluster may hold an earlier run's topic
                 create_topics(bootstrap, [topic], parts, append_time=False)
-                spark.read.parquet(path).select("key", "value", "partition").write.format("kafka").option(
+                spark.read.parquet(path).select("key", "value", "partition", "headers").write.format("kafka").option(
                     "kafka.bootstrap.servers", bootstrap
                 ).option("topic", topic).save()
                 return topic

@@ -191,6 +191,8 @@ def kafka_source_options(options: JobOptions, cores: int) -> dict[str, str]:
         "startingOffsets": options.starting_offsets.value,
         # A topic deleted and re-created, or records aged out before they were read, must not stop the job.
         "failOnDataLoss": "false",
+        # mongocdc's __mongocdc.clusterTime header orders changes (merge.parse_records)
+        "includeHeaders": "true",
     }
     if options.max_offsets_per_trigger is not None:
         source["maxOffsetsPerTrigger"] = str(options.max_offsets_per_trigger)
