@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -327,15 +328,16 @@ class DeltaTable:
                 )
                 return
             newer = m.newer("s", "t")
-            (
+            merge = (
                 Delta.forPath(self.spark, self.path)
                 .alias("t")
                 .merge(rows.alias("s"), "t._key = s._key")
                 .whenMatchedDelete(condition=(F.col("s._op") == "d") & newer)
                 .whenMatchedUpdateAll(condition=(F.col("s._op") != "d") & newer)
                 .whenNotMatchedInsertAll(condition=F.col("s._op") != "d")
-                .execute()
             )
+            with session_conf(self.spark, MERGE_SOURCE_AS_IS):
+                merge.execute()
 
         new_markers = m.delete_markers(decided)
         whole = None if markers is None else markers.unionByName(new_markers)
@@ -377,6 +379,28 @@ class DeltaTable:
         )
         if self.compaction is not None:
             self.compaction.rewritten(self.path)
+
+
+MERGE_SOURCE_AS_IS = {"spark.databricks.delta.merge.materializeSource": "none"}
+"""Delta's MERGE copies a source that is not a Delta table (``localCheckpoint``) before it reads it twice, in case
+it changes in between. The job's source is such a copy already (the batch's winners, ``localCheckpoint``), so a
+second one was a job and a copy of the batch's documents per MERGE for nothing."""
+
+
+@contextmanager
+def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
+    """``conf`` set for the session while the block runs (one MERGE), then what was there before."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
 
 
 def new_table_options(columns: list[str]) -> dict[str, str]:
