@@ -38,7 +38,7 @@ from mongocdc import __version__
 from mongocdc.errors import SparkJobError
 from mongocdc.spark import merge as m
 from mongocdc.spark.options import JobOptions, changelog_path
-from mongocdc.spark.sinks import BatchSize, Compaction, HadoopFs, append_changelog, state_table
+from mongocdc.spark.sinks import BatchSize, Compaction, HadoopFs, TableRows, append_changelog, state_table
 
 log = logging.getLogger("mongocdc.spark")
 
@@ -63,6 +63,8 @@ class BatchApplier:
     applied: dict[str, int] = field(default_factory=dict)
     """Change events applied per ``<db>.<collection>`` by this process."""
     compaction: Compaction | None = None
+    table_rows: TableRows = field(default_factory=TableRows)
+    """Row-count bounds of the Delta tables this job writes (``sinks.TableRows``)."""
     doing: tuple[int, float, str] | None = None
     """While a batch runs: its id, when it began (monotonic) and what it does now, for the "still running" lines."""
     _said_at: float = field(default=0.0, init=False, repr=False)
@@ -123,6 +125,7 @@ class BatchApplier:
                     collection,
                     self.payload,
                     self.compaction,
+                    self.table_rows,
                 )
                 size = BatchSize(int(row["count"]), int(row["deletes"]), self.expired_before(int(row["newest"])))
                 table.apply(subset, size)
