@@ -170,7 +170,9 @@ def envelope(
     wrapped: bool = False,
     wall_time: bool = True,
     after_json: str | None = None,
-) -> tuple[bytes, bytes]:
+    cluster_sec: int | None = None,
+    with_headers: bool = False,
+) -> Any:
     """A Debezium key and value as mongocdc writes them, through the real :class:`EnvelopeCodec`.
 
     ``key`` is the ``_id`` (a BSON value; a dict in extended JSON such as ``{"$oid": ...}`` is read as
@@ -188,6 +190,11 @@ def envelope(
       (``ts_ms``) and ``ord`` -1 (no other ``ord`` may be given);
     * incremental snapshot reads (``snapshot="incremental"``): the closing watermark's cluster time,
       seconds × 1000 (``ts_ms``, a whole second) and increment (``ord``, default 1).
+
+    ``cluster_sec``: a streamed change's cluster time seconds when they differ from its ``wallTime``'s (a primary
+    whose clock is behind the cluster time). ``with_headers``: return ``(key, value, headers)``, the headers as
+    mongocdc's streaming loop writes them (``EnvelopeCodec.headers_for``: the context headers and, for a change
+    or an incremental read, the cluster time); without it, ``(key, value)``, as Debezium-only records.
     """
     key_value = json_to_document(json.dumps(key)) if isinstance(key, dict) else key
     marker = SnapshotMarker(snapshot)
@@ -206,7 +213,7 @@ def envelope(
         source = SourceInfo(
             db,
             collection,
-            sec=ts_ms // 1000,
+            sec=ts_ms // 1000 if cluster_sec is None else cluster_sec,
             ord=1 if ord is None else ord,
             wall_time_ms=ts_ms if wall_time else None,
             **txn,
@@ -220,26 +227,47 @@ def envelope(
         transaction = TransactionBlock(f"{source.lsid}:{source.txn_number}", txn_order, txn_order)
     event = ChangeEvent(Op(op), value_to_json(key_value), source, after, None, update, transaction)
     codec = EnvelopeCodec(PREFIX, schemas_enable=wrapped)
+    if with_headers:
+        return codec.key(event), codec.value(event, ts_ms + 5), codec.headers_for(source)
     return codec.key(event), codec.value(event, ts_ms + 5)
 
 
-def records(spark: Any, rows: Iterable[tuple[str, int, int, bytes | None, bytes | None]]) -> Any:
-    """A DataFrame shaped like Spark's Kafka source: (topic, partition, offset, key, value)."""
-    from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+def records(spark: Any, rows: Iterable[tuple[Any, ...]]) -> Any:
+    """A DataFrame shaped like Spark's Kafka source: (topic, partition, offset, key, value), and ``headers`` (as
+    the source gives them with ``includeHeaders``) when a row has a sixth element, its headers."""
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
 
-    schema = StructType(
-        [
-            StructField("topic", StringType()),
-            StructField("partition", IntegerType()),
-            StructField("offset", LongType()),
-            StructField("key", BinaryType()),
-            StructField("value", BinaryType()),
-        ]
-    )
-    return spark.createDataFrame(
-        [(t, p, o, None if k is None else bytearray(k), None if v is None else bytearray(v)) for t, p, o, k, v in rows],
-        schema,
-    )
+    rows = list(rows)
+    fields = [
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+    ]
+    with_headers = any(len(row) > 5 for row in rows)
+    if with_headers:
+        header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+        fields.append(StructField("headers", ArrayType(header)))
+
+    def binary(value: Any) -> Any:
+        return None if value is None else bytearray(value.encode() if isinstance(value, str) else value)
+
+    data = []
+    for t, p, o, k, v, *rest in rows:
+        row: tuple[Any, ...] = (t, p, o, binary(k), binary(v))
+        if with_headers:
+            row += ([(name, binary(raw)) for name, raw in (rest[0] if rest else None) or []],)
+        data.append(row)
+    return spark.createDataFrame(data, StructType(fields))
 
 
 class Topic:
@@ -248,8 +276,9 @@ class Topic:
     def __init__(self, name: str, partition: int = 0) -> None:
         self.name, self.partition, self.next_offset = name, partition, 0
 
-    def add(self, key_value: tuple[bytes, bytes | None]) -> tuple[str, int, int, bytes | None, bytes | None]:
-        row = (self.name, self.partition, self.next_offset, key_value[0], key_value[1])
+    def add(self, record: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A row of ``records``: ``record`` is (key, value) or (key, value, headers)."""
+        row = (self.name, self.partition, self.next_offset, *record)
         self.next_offset += 1
         return row
 

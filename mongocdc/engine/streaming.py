@@ -371,7 +371,7 @@ class StreamingTask:
                     f"the event for key {key.decode('utf-8', 'replace')} in {topic} is {len(value)} bytes, more than "
                     f"cursor.oversize.skip.threshold={options.oversize_threshold}"
                 )
-            self._produce(topic, key, value, codec.headers)
+            self._produce(topic, key, value, codec.headers_for(event.source))
         except OversizedEventError as oversized:
             if options.oversize_mode != "skip":
                 raise

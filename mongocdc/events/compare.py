@@ -4,6 +4,7 @@ The reference is Debezium's MongoDB connector; the other side is mongocdc. Both 
 server, broker and workload, so their records must be equal except for what cannot be equal:
 
 * the topic prefix (``source.name``, topic names, the heartbeat key, the connector headers);
+* mongocdc's own headers (``__mongocdc.*``: the cluster time of a change), which Debezium does not write;
 * the connector's version (``source.version``) and the run's identity headers;
 * wall-clock times: the envelope's ``ts_ms``, a snapshot read's ``source.ts_ms``/``ts_us``/``ts_ns``
   (the time of the read), heartbeat times;
@@ -189,6 +190,8 @@ class _Normaliser:
     def headers(self, headers: Sequence[tuple[str, bytes | None]]) -> list[tuple[str, str | None]]:
         out: list[tuple[str, str | None]] = []
         for name, raw in headers:
+            if name.startswith(MONGOCDC_HEADER_PREFIX):
+                continue  # mongocdc's own (the cluster time): the reference has none
             value = None if raw is None else raw.decode("utf-8", errors="replace")
             if name.startswith("__debezium.context."):
                 value = "<prefix>" if value == self.prefix else VOLATILE
@@ -196,6 +199,7 @@ class _Normaliser:
         return out
 
 
+MONGOCDC_HEADER_PREFIX = "__mongocdc."
 _WATERMARK_ID = re.compile(r'^"[0-9a-f-]{36}-(open|close)"$')
 
 

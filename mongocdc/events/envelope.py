@@ -223,6 +223,18 @@ def context_headers(prefix: str, task_id: int, run: str) -> tuple[tuple[str, byt
     )
 
 
+CLUSTER_TIME_HEADER = "__mongocdc.clusterTime"
+"""mongocdc's own header on a data record with a place in MongoDB's oplog: the cluster time, as canonical extended
+JSON (``{"$timestamp":{"t":<seconds>,"i":<increment>}}``). Debezium 3.6's value has the increment (``source.ord``)
+but not the seconds once MongoDB gives ``wallTime`` (6.0+: ``source.ts_ms`` is then the primary's wall clock, which
+can step back at an election); the cluster time never goes back, so the Spark job orders changes by it. Not on
+initial or blocking snapshot reads (they have no place in the oplog) nor on tombstones."""
+
+
+def cluster_time_header(sec: int, ord: int) -> tuple[str, bytes]:  # noqa: A002 - Debezium's name
+    return CLUSTER_TIME_HEADER, f'{{"$timestamp":{{"t":{sec},"i":{ord}}}}}'.encode()
+
+
 @dataclass(frozen=True, slots=True)
 class EnvelopeCodec:
     """Turns change events into Kafka key and value bytes (and headers) for one connector task."""
@@ -241,6 +253,13 @@ class EnvelopeCodec:
         if self.extended_headers:
             headers = list(context_headers(self.prefix, self.task_id, self.run))
         object.__setattr__(self, "headers", headers)
+
+    def headers_for(self, source: SourceInfo) -> list[tuple[str, str | bytes | None]]:
+        """The headers of a data record: the connector's (:attr:`headers`) and, for a change or an incremental
+        snapshot read, its cluster time (:data:`CLUSTER_TIME_HEADER`)."""
+        if source.read_ns is not None:
+            return self.headers or []
+        return [*(self.headers or ()), cluster_time_header(source.sec, source.ord)]
 
     def for_task(self, task_id: int) -> EnvelopeCodec:
         """The same codec for another task of the connector (its own ``taskId`` header)."""

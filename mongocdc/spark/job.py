@@ -41,7 +41,7 @@ from mongocdc import __version__
 from mongocdc.errors import SparkJobError
 from mongocdc.spark import merge as m
 from mongocdc.spark.options import JobOptions, changelog_path
-from mongocdc.spark.sinks import BatchSize, Compaction, HadoopFs, append_changelog, state_table
+from mongocdc.spark.sinks import BatchSize, Compaction, HadoopFs, TableRows, append_changelog, state_table
 
 log = logging.getLogger("mongocdc.spark")
 
@@ -71,6 +71,8 @@ class BatchApplier:
     applied: dict[str, int] = field(default_factory=dict)
     """Change events applied per ``<db>.<collection>`` by this process."""
     compaction: Compaction | None = None
+    table_rows: TableRows = field(default_factory=TableRows)
+    """Row-count bounds of the Delta tables this job writes (``sinks.TableRows``)."""
     doing: tuple[int, float, str] | None = None
     """While a batch runs: its id, when it began (monotonic) and what it does now, for the "still running" lines."""
     stop: threading.Event | None = None
@@ -140,6 +142,7 @@ class BatchApplier:
                     collection,
                     self.payload,
                     self.compaction,
+                    self.table_rows,
                 )
                 size = BatchSize(int(row["count"]), int(row["deletes"]), self.expired_before(int(row["newest"])))
                 table.apply(subset, size)
@@ -240,6 +243,8 @@ def kafka_source_options(options: JobOptions, cores: int) -> dict[str, str]:
         "startingOffsets": options.starting_offsets.value,
         # A topic deleted and re-created, or records aged out before they were read, must not stop the job.
         "failOnDataLoss": "false",
+        # mongocdc's __mongocdc.clusterTime header orders changes (merge.parse_records)
+        "includeHeaders": "true",
     }
     if options.max_offsets_per_trigger is not None:
         source["maxOffsetsPerTrigger"] = str(options.max_offsets_per_trigger)

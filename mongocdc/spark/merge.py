@@ -12,12 +12,27 @@ or the columns projected from it) and its **position**, compared in this order:
 4. ``_kafka_partition``, ``_kafka_offset``: the order the connector wrote them in (a key always
    lands in the same partition).
 
+MongoDB's own order of changes is the cluster time (seconds and increment, never going back, not even
+when a new primary's wall clock is behind the old one's). What the records carry of it:
+
+* a record mongocdc streamed has it in its ``__mongocdc.clusterTime`` header (a change, and an
+  incremental snapshot read at its closing watermark's cluster time). Its position is then
+  ``_ts_ms`` = the last millisecond of the cluster time's second and ``_ord`` = its increment: such
+  records compare exactly in oplog order, across elections and clock steps. Against an initial
+  snapshot read (below) a change of the read's own second ranks after the read: one made after it
+  wins, as it must; one made before it in that second wins too, and holds that second's document
+  (it is the key's last change before the read, or a later change of the second outranks it);
+* a record without the header (Debezium's, or one mongocdc wrote before it had it) has only Debezium 3.6's
+  ``source.ts_ms`` and ``source.ord``, as below.
+
 What ``source.ts_ms`` and ``source.ord`` hold (Debezium 3.6's MongoDB connector, and mongocdc since it
 writes the same records):
 
 * a streamed change: its ``wallTime`` in milliseconds (the cluster time's seconds × 1000 before
-  MongoDB 6.0) and the cluster time's increment. Changes compare in MongoDB's order as long as the
-  primary's wall clock follows its cluster time;
+  MongoDB 6.0) and the cluster time's increment. The value has no cluster time seconds once there
+  is a ``wallTime``, so without the header changes compare in MongoDB's order only as long as the
+  primary's wall clock follows its cluster time (after an election to a primary whose clock is
+  behind, a later change loses to an earlier one);
 * an incremental snapshot read: its closing watermark's cluster time, seconds × 1000 and increment.
   A change streamed after the watermark is in the same second with a higher increment, or in a later
   second, and wins; an earlier change of the watermark's own second ranks after the read, which holds
@@ -106,7 +121,8 @@ KEY_SCHEMA = StructType(
 
 
 def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFrame:
-    """Kafka records (``topic``, ``partition``, ``offset``, ``key``, ``value``) → change rows.
+    """Kafka records (``topic``, ``partition``, ``offset``, ``key``, ``value``, and ``headers`` when the source
+    gives them) → change rows.
 
     Tombstones (null values), topics matching ``skip_topics`` (transaction metadata,
     heartbeats) and records that are not data changes are dropped. The result has
@@ -125,7 +141,8 @@ def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFra
         "offset",
         "inline(array(struct("
         f"from_json(CAST(value AS STRING), '{VALUE_SCHEMA.simpleString()}') AS value, "
-        f"from_json(CAST(key AS STRING), '{KEY_SCHEMA.simpleString()}') AS key)))",
+        f"from_json(CAST(key AS STRING), '{KEY_SCHEMA.simpleString()}') AS key, "
+        f"{_cluster_time_sql(records.columns)} AS cluster_time)))",
     )
 
     def field(path: str) -> str:
@@ -147,6 +164,8 @@ def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFra
         f"{field('transaction.total_order')} AS txn_order",
         f"{field('after')} AS after",
         "coalesce(key.payload.id, key.id) AS k",
+        "cluster_time.t AS cluster_s",
+        "cluster_time.i AS cluster_i",
     )
     ops = ", ".join(f"'{op}'" for op in DATA_OPS)
     changes = parsed.where(f"op IN ({ops}) AND k IS NOT NULL AND db IS NOT NULL AND collection IS NOT NULL")
@@ -155,8 +174,11 @@ def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFra
         "collection AS _collection",
         "k AS _key",
         "op AS _op",
-        "CAST(coalesce(ts_ms, 0) AS BIGINT) AS _ts_ms",
-        "CAST(coalesce(ord, 0) AS BIGINT) AS _ord",
+        # a record with mongocdc's cluster time header: the last millisecond of its cluster second, and its
+        # increment (the module's docstring); else source.ts_ms and source.ord
+        "CAST(CASE WHEN cluster_s IS NOT NULL THEN cluster_s * 1000 + 999 ELSE coalesce(ts_ms, 0) END AS BIGINT)"
+        " AS _ts_ms",
+        "CAST(CASE WHEN cluster_s IS NOT NULL THEN cluster_i ELSE coalesce(ord, 0) END AS BIGINT) AS _ord",
         "CAST(coalesce(txn_order, 0) AS BIGINT) AS _txn_order",
         "CAST(partition AS INT) AS _kafka_partition",
         "CAST(offset AS BIGINT) AS _kafka_offset",
@@ -164,13 +186,36 @@ def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFra
     )
 
 
+PARTIAL = "_mongocdc_partial"
+"""Typed change rows (:func:`project`): true for a change without the whole document (``document`` is gone)."""
+
+
+CLUSTER_TIME_HEADER = "__mongocdc.clusterTime"
+"""``mongocdc.events.envelope.CLUSTER_TIME_HEADER`` (this module imports nothing of the streaming side)."""
+
+
+def _cluster_time_sql(columns: list[str]) -> str:
+    """The cluster time of a record's ``__mongocdc.clusterTime`` header, ``STRUCT<t, i>`` (NULL: none)."""
+    if "headers" not in columns:
+        return "CAST(NULL AS STRUCT<t: BIGINT, i: BIGINT>)"
+    header = f"try_element_at(filter(headers, h -> h.key = '{CLUSTER_TIME_HEADER}'), 1).value"
+    return f"from_json(CAST({header} AS STRING), 'STRUCT<`$timestamp`: STRUCT<t: BIGINT, i: BIGINT>>').`$timestamp`"
+
+
 def applicable(changes: DataFrame) -> DataFrame:
     """The changes that decide a key's state: deletes, and c/u/r that carry the whole document.
 
     An update without ``after`` (``capture.mode=change_streams``, or a look-up that found the
     document already deleted) cannot rebuild the document; the delete that follows decides.
+    Typed rows say it in their own column: a filter on ``document`` there would make Spark add the
+    column back below the projection, and the plan would no longer be the one the job cached (each
+    collection's merge then read and parsed the batch from Kafka again).
     """
-    return changes.where((F.col("_op") == "d") | F.col(DOCUMENT).isNotNull())
+    if DOCUMENT in changes.columns:
+        return changes.where((F.col("_op") == "d") | F.col(DOCUMENT).isNotNull())
+    if PARTIAL in changes.columns:
+        return changes.where(~F.col(PARTIAL))
+    return changes
 
 
 def parse_schema(text: str) -> StructType:
@@ -198,9 +243,10 @@ def project(changes: DataFrame, schema: StructType | None) -> DataFrame:
         return changes
     raw, fields = columns.projection(schema)
     others = [c for c in changes.columns if c != DOCUMENT]
-    # ``document`` stays below the typed columns: ``applicable`` still tells updates without it apart
     parsed = changes.select("*", F.from_json(F.col(DOCUMENT), raw, columns.JSON_OPTIONS).alias(columns.DOC))
-    return parsed.selectExpr(*[f"`{c}`" for c in others], *fields)
+    # whether the change carried the whole document, for ``applicable`` (the typed columns cannot say it)
+    partial = f"(_op <> 'd' AND {DOCUMENT} IS NULL) AS {PARTIAL}"
+    return parsed.selectExpr(*[f"`{c}`" for c in others], *fields, partial)
 
 
 RANK = "_mongocdc_rank"

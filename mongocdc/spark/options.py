@@ -294,8 +294,22 @@ def read_columns(columns: str | None, schema_file: Path | None) -> str | None:
             raise UsageError(f"--schema-file {schema_file}: {exc.strerror}", hint="give a readable file") from exc
         if not text:
             raise UsageError(f"--schema-file {schema_file} is empty", hint="write Spark DDL or a Spark JSON schema")
-        return text
-    return columns_ddl(columns) if columns else None
+        return checked_schema(text, f"--schema-file {schema_file}")
+    return checked_schema(columns_ddl(columns), f"--columns {columns!r}") if columns else None
+
+
+def checked_schema(text: str, given_as: str) -> str:
+    """``text`` when Spark can read it as the document's schema; else ``UsageError`` saying what is wrong."""
+    from mongocdc.spark.schema_text import TYPES_HINT, SchemaTextError, check_schema
+
+    try:
+        check_schema(text)
+    except SchemaTextError as exc:
+        raise UsageError(
+            f"{given_as} is not a schema the job can use: {exc}",
+            hint=f"write name:type pairs (name:string,qty:bigint) or Spark DDL (name STRING, qty BIGINT); {TYPES_HINT}",
+        ) from exc
+    return text
 
 
 _SHORT_FIELD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([A-Za-z][A-Za-z0-9_<>,() ]*)\s*$")

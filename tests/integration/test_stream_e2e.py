@@ -193,10 +193,16 @@ def test_stream_stop_resume_delivers_every_change_exactly_once(
     replace = next(v for _, k, v in data if v and v["op"] == "u" and json_util.loads(k["id"]) == oid)
     assert replace["after"] == '{"_id": ' + oid_json + ',"name": "George W"}' and replace["updateDescription"] is None
 
-    # data records and tombstones carry Debezium's context headers, one runId per run of mongocdc
+    # data records and tombstones carry Debezium's context headers, one runId per run of mongocdc; a
+    # streamed change (not a tombstone, not an initial snapshot read) also its cluster time, mongocdc's own
     runs = set()
-    for msg, _, _ in data:
+    for msg, _, value in data:
         headers = [(k, v.decode()) for k, v in msg.headers() or []]
+        if value is not None and value["source"]["snapshot"] == "false":
+            name, cluster_time = headers.pop()
+            assert name == "__mongocdc.clusterTime"
+            stamp = json.loads(cluster_time)["$timestamp"]
+            assert stamp["i"] == value["source"]["ord"] and stamp["t"] * 1000 <= value["source"]["ts_ms"] + 1000
         assert [k for k, _ in headers] == [f"__debezium.context.{n}" for n in CONTEXT_HEADERS]
         assert headers[:3] == [
             ("__debezium.context.connectorLogicalName", prefix),

@@ -103,3 +103,18 @@ def test_transaction_records_are_compared_with_their_times() -> None:
     assert compare([txn("dbz", 5)], [txn("mc", 5)], reference_prefix="dbz", compared_prefix="mc").identical
     result = compare([txn("dbz", 5)], [txn("mc", 6)], reference_prefix="dbz", compared_prefix="mc")
     assert [d.where for d in result.differences] == ["ts_ms"]
+
+
+def test_mongocdcs_own_headers_are_not_compared() -> None:
+    context = ("__debezium.context.connectorLogicalName", b"dbz")
+    a = [Record("dbz.d.c", 0, b"k", b"{}", (context,))]
+    b = [
+        Record(
+            "mc.d.c",
+            0,
+            b"k",
+            b"{}",
+            (("__debezium.context.connectorLogicalName", b"mc"), ("__mongocdc.clusterTime", b"{}")),
+        )
+    ]
+    assert compare(a, b, reference_prefix="dbz", compared_prefix="mc").identical

@@ -167,3 +167,19 @@ def test_value_bytes_equal_the_dictionary_rendering_for_any_source(
 
     event = ChangeEvent(op, "1", source, after=after, before=before)
     assert EnvelopeCodec(prefix).value(event, processed) == _dumps(value_payload(event, prefix, processed)).encode()
+
+
+def test_a_change_and_an_incremental_read_carry_their_cluster_time_in_a_header_of_mongocdcs_own() -> None:
+    """``__mongocdc.clusterTime``: what Debezium's value lacks once MongoDB gives ``wallTime`` (``source.ts_ms``
+    is then the wall clock); an initial snapshot read has no place in the oplog and gets none."""
+    codec = EnvelopeCodec("p")
+    context = list(codec.headers or [])
+    change = SourceInfo("d", "c", sec=1_700_000_010, ord=7, wall_time_ms=1_700_000_008_100)
+    incremental = SourceInfo("d", "c", sec=1_700_000_011, ord=2, snapshot=SnapshotMarker.INCREMENTAL)
+    initial = SourceInfo("d", "c", sec=0, ord=-1, snapshot=SnapshotMarker.TRUE, read_ns=1_700_000_000_000_000_000)
+    stamp = b'{"$timestamp":{"t":1700000010,"i":7}}'
+    assert codec.headers_for(change) == [*context, ("__mongocdc.clusterTime", stamp)]
+    assert json.loads(stamp) == {"$timestamp": {"t": 1_700_000_010, "i": 7}}
+    assert codec.headers_for(incremental)[-1] == ("__mongocdc.clusterTime", b'{"$timestamp":{"t":1700000011,"i":2}}')
+    assert codec.headers_for(initial) == context
+    assert EnvelopeCodec("p", extended_headers=False).headers_for(change) == [("__mongocdc.clusterTime", stamp)]

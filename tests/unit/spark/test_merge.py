@@ -226,3 +226,46 @@ def test_parse_reads_both_envelopes_and_skips_tombstones_metadata_topics_and_par
     projected = m.project(parsed.where("_collection = 'users'"), schema).collect()
     assert [(r["name"], r["v"]) for r in projected] == [("Ann", None)]
     assert "document" not in projected[0].asDict()
+
+
+def test_an_election_to_a_primary_whose_clock_is_behind_keeps_oplog_order(spark: Any) -> None:
+    """Records as mongocdc writes them across an election: the cluster time goes on increasing (its seconds
+    stay at the old primary's until the new primary's clock catches up, the increment grows), while
+    ``wallTime`` (Debezium's ``source.ts_ms``) steps back 2 s. The job orders by the cluster time of the
+    ``__mongocdc.clusterTime`` header: the later change wins, in any batching and arrival order. The same
+    records without the header (Debezium's own) can only be ordered by wall time, and the earlier change wins."""
+    sec = 1_700_000_010  # the old primary's last cluster second
+    behind = (sec - 2) * 1000  # the new primary's wall clock
+
+    def rec(op: str, key: int, doc: Any, cluster: tuple[int, int], wall: int, headers: bool = True, **kw: Any) -> Any:
+        return envelope(op, key, doc, ts_ms=wall, ord=cluster[1], cluster_sec=cluster[0], with_headers=headers, **kw)
+
+    def workload(headers: bool) -> list[Any]:
+        t = Topic(ORDERS)
+        return [
+            # the old primary
+            t.add(rec("c", 1, {"v": "old primary"}, (sec, 1), sec * 1000 + 400, headers)),
+            t.add(rec("u", 1, {"v": "old primary, later"}, (sec, 2), sec * 1000 + 800, headers)),
+            t.add(rec("c", 3, {"v": "inserted"}, (sec, 3), sec * 1000 + 900, headers)),
+            # the election: the new primary's clock is 2 s behind; the cluster time goes on
+            t.add(rec("u", 1, {"v": "new primary"}, (sec, 4), behind + 100, headers)),
+            t.add(rec("d", 3, None, (sec, 5), behind + 150, headers)),
+            t.add(rec("c", 2, {"v": "new primary"}, (sec, 6), behind + 200, headers)),
+            # the new primary's clock passes the cluster time's second
+            t.add(rec("u", 2, {"v": "next second"}, (sec + 1, 1), behind + 1100, headers)),
+            # an incremental read at a watermark after that, then a change after the watermark
+            t.add(rec("r", 4, {"v": "read"}, (sec + 1, 2), (sec + 1) * 1000, headers, snapshot="incremental")),
+            t.add(rec("u", 4, {"v": "after the watermark"}, (sec + 1, 3), behind + 1300, headers)),
+        ]
+
+    rows = workload(headers=True)
+    assert all(len(row) == 6 and row[5][-1][0] == "__mongocdc.clusterTime" for row in rows)
+    expected = {1: "new primary", 2: "next second", 4: "after the watermark"}
+    assert values(state_after(spark, rows)) == expected
+    for cut in (2, 4, 6, 8):
+        assert values(state_after(spark, rows[cut:], rows[:cut])) == expected  # the older half arrives last
+        assert values(state_after(spark, rows[:cut], rows[cut:], rows[:cut])) == expected  # and replayed
+    assert markers(state_after(spark, rows)) == {3: sec * 1000 + 999}
+    # Debezium's records (no header) have only the wall time: the old primary's changes win
+    debezium = values(state_after(spark, workload(headers=False)))
+    assert debezium[1] == "old primary, later" and 3 in debezium

@@ -404,3 +404,31 @@ def test_a_compaction_that_fails_is_logged_and_tried_again_after_the_next_write(
         compaction.wrote(path)  # the batch's data is committed: upkeep must not fail it
     assert f"compacting {path} failed" in caplog.text
     assert compaction.writes[path] == 1  # still due
+
+
+def test_the_row_bounds_of_a_table_spare_the_count_until_they_cannot_decide() -> None:
+    """A large batch chooses MERGE or rewrite by the table's rows: counted once, then bounded by what each
+    MERGE can add (its non-delete changes) and remove (its deletes); counted again only in between."""
+    from mongocdc.spark.sinks import REWRITE_SHARE, BatchSize, TableRows
+
+    counts: list[int] = []
+
+    def count(rows: int) -> Any:
+        def counted() -> int:
+            counts.append(rows)
+            return rows
+
+        return counted
+
+    bounds = TableRows()
+    assert not bounds.choose_rewrite("t", 10_000, count(1_000_000))  # unknown: counted
+    assert counts == [1_000_000] and bounds.bounds["t"] == (1_000_000, 1_000_000)
+    bounds.merged("t", BatchSize(10_000, deletes=1_000))
+    assert bounds.bounds["t"] == (999_000, 1_009_000)
+    assert not bounds.choose_rewrite("t", 10_000, count(0)) and len(counts) == 1  # 40 k < 999 k: no count
+    assert bounds.choose_rewrite("t", 300_000, count(0)) and len(counts) == 1  # 1.2 M >= 1,009 k: no count
+    # in between the bounds: counted again, and the bounds are exact once more
+    assert not bounds.choose_rewrite("t", 1_004_000 // REWRITE_SHARE, count(1_008_000))
+    assert counts == [1_000_000, 1_008_000] and bounds.bounds["t"] == (1_008_000, 1_008_000)
+    bounds.forget("t")  # a rewrite: its row count is not known without counting
+    assert bounds.choose_rewrite("t", 10_000, count(20_000)) and counts[-1] == 20_000

@@ -152,6 +152,71 @@ def test_bad_options_exit_2_with_the_reason(
     assert err.startswith(f"error: {message}") and "\nhint: " in err
 
 
+@pytest.mark.parametrize(
+    ("columns", "what"),
+    [
+        ("name:strng,qty:int", "'strng' is not a type --columns can read"),
+        ("name STRING qty INT", "after the column name: expected ',' or the end, found 'qty'"),
+        ("name", "the column name has no type"),
+        ("qty:int,QTY:bigint", "the column QTY is there twice"),
+        ("_key:string", "the column _key has the name of one of the table's own columns"),
+        ("tags MAP<INT, STRING>", "its key type is STRING"),
+        ("price DECIMAL(40, 2)", "DECIMAL(40, 2): precision 1-38"),
+        ("a ARRAY<BIGINT", "it ends too early"),
+    ],
+)
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "run"])
+def test_an_invalid_columns_schema_exits_2_before_spark_starts(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: str,
+    what: str,
+    dry_run: bool,
+) -> None:
+    from mongocdc.spark import launcher
+
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(launcher, "launch", no_spark)
+    monkeypatch.setattr(launcher, "prepare", no_spark)
+    argv = ["--config", str(config(tmp_path)), "spark", "run", "--warehouse", str(tmp_path / "w")]
+    argv += ["--columns", columns, *(["--dry-run"] if dry_run else [])]
+    assert run(argv) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --columns {columns!r} is not a schema the job can use: ") and what in err
+    assert "\nhint: write name:type pairs (name:string,qty:bigint) or Spark DDL" in err
+
+
+def test_an_invalid_schema_file_exits_2_and_a_valid_one_reaches_the_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "struct", "fields": [{"name": "qty", "type": "int"}]}))
+    argv = ["--config", str(config(tmp_path)), "spark", "run", "--warehouse", str(tmp_path / "w"), "--dry-run"]
+    assert run([*argv, "--schema-file", str(schema)]) == ExitCode.USAGE
+    assert "the schema qty: 'int' is not a type --columns can read" in capsys.readouterr().err
+    fields = [
+        {"name": "qty", "type": "integer", "nullable": True, "metadata": {}},
+        {"name": "tags", "type": {"type": "array", "elementType": "string", "containsNull": True}, "nullable": True},
+    ]
+    schema.write_text(json.dumps({"type": "struct", "fields": fields}))
+    assert run([*argv, "--schema-file", str(schema)]) == ExitCode.OK
+    words = shlex.split(capsys.readouterr().out.strip())
+    assert (
+        json.loads(JobOptions.from_args(words[words.index("--bootstrap-servers") :]).columns or "")["fields"] == fields
+    )
+
+
+def test_the_reserved_column_names_are_the_tables_own() -> None:
+    pytest.importorskip("pyspark")
+    from mongocdc.spark import merge as m
+    from mongocdc.spark.schema_text import RESERVED
+
+    assert set(RESERVED) == {*m.META_COLUMNS, *m.COLLECTION_COLUMNS, "_batch_id"}
+
+
 def test_flags_are_checked_before_the_configuration_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = config(tmp_path, "max.batch.size: many\n")
     argv = ["--config", str(cfg), "spark", "run", "--warehouse", "/w", "--once", "--trigger-interval", "5 seconds"]
