@@ -72,11 +72,6 @@ class _Handoff:
             self._ready.notify()
         return True
 
-    @property
-    def empty(self) -> bool:
-        """No run is waiting (read without the lock: a hint that may be a moment old)."""
-        return not self._runs
-
     def wait_ready(self, timeout_s: float) -> bool:
         """Whether a run (or the reader's error) is waiting, after waiting up to ``timeout_s`` for one."""
         with self._ready:
