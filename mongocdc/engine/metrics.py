@@ -358,6 +358,11 @@ def _snapshot_dict(snapshot: _SnapshotState, now: float) -> dict[str, Any]:
 Labels = tuple[tuple[str, str], ...]
 Sample = tuple[Labels, float | int]
 
+def _transactions(key: str) -> Callable[[dict[str, Any]], float | int | None]:
+    """A partition's transaction counter ``key``; ``None`` (no series) for a partition without transactions."""
+    return lambda p: None if p["transactions"] is None else p["transactions"][key]
+
+
 # (name, type, help, per-partition value from a partition's to_dict entry)
 _PARTITION_GAUGES: tuple[tuple[str, str, str, Callable[[dict[str, Any]], float | int | None]], ...] = (
     (
@@ -415,37 +420,37 @@ _PARTITION_GAUGES: tuple[tuple[str, str, str, Callable[[dict[str, Any]], float |
         "counter",
         "Kafka transactions committed, each a run of change events and the offset after them "
         "(exactly.once.support; absent without it).",
-        lambda p: None if p["transactions"] is None else p["transactions"]["committed"],
+        _transactions("committed"),
     ),
     (
         "mongocdc_transactions_aborted_total",
         "counter",
         "Kafka transactions aborted: none of their records is read by a read_committed consumer.",
-        lambda p: None if p["transactions"] is None else p["transactions"]["aborted"],
+        _transactions("aborted"),
     ),
     (
         "mongocdc_transaction_records_total",
         "counter",
         "Records in the committed transactions (divided by mongocdc_transactions_committed_total: the mean size).",
-        lambda p: None if p["transactions"] is None else p["transactions"]["records"],
+        _transactions("records"),
     ),
     (
         "mongocdc_transaction_commit_seconds_total",
         "counter",
         "Seconds spent committing transactions (divided by mongocdc_transactions_committed_total: the mean latency).",
-        lambda p: None if p["transactions"] is None else p["transactions"]["commit_seconds"],
+        _transactions("commit_seconds"),
     ),
     (
         "mongocdc_transaction_last_records",
         "gauge",
         "Records in the last committed transaction.",
-        lambda p: None if p["transactions"] is None else p["transactions"]["last_records"],
+        _transactions("last_records"),
     ),
     (
         "mongocdc_transaction_last_commit_milliseconds",
         "gauge",
         "Milliseconds the last transaction's commit took.",
-        lambda p: None if p["transactions"] is None else p["transactions"]["last_commit_milliseconds"],
+        _transactions("last_commit_milliseconds"),
     ),
     (
         "mongocdc_snapshot_running",
