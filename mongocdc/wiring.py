@@ -365,6 +365,7 @@ def connector(
     on_status: Callable[[StreamStats], None] | None = None,
     on_progress: ProgressCallback | None = None,
     metrics: Metrics | None = None,
+    estimate_after_s: float = 5.0,
 ) -> Iterator[ConnectorGroup]:
     """The connector of ``settings``: one task per source partition, resources closed on exit.
 
@@ -374,6 +375,9 @@ def connector(
 
     Start-up order: configuration checks, the offset store, Kafka (must answer), MongoDB (must
     answer and have an oplog); change streams and snapshot scans open inside ``run()``.
+
+    ``estimate_after_s``: how far into a snapshot its collections are counted for ``on_progress`` and the
+    metrics (``SnapshotOptions.estimate_after_s``).
     """
     from mongocdc.engine.connector import ConnectorGroup
     from mongocdc.engine.metrics import Metrics
@@ -422,6 +426,7 @@ def connector(
                 on_status=on_status,
                 on_progress=on_progress,
                 metrics=metrics,
+                estimate_after_s=estimate_after_s,
             )
 
         def shard_task(shard: Shard) -> ConnectorTask:
@@ -502,6 +507,7 @@ def connector_task(
     on_status: Callable[[StreamStats], None] | None,
     on_progress: ProgressCallback | None,
     metrics: Metrics,
+    estimate_after_s: float = 5.0,
 ) -> ConnectorTask:
     """The task of one source partition (a replica set, or the cluster through mongos)."""
     from mongocdc.engine.connector import ConnectorTask, TaskOptions
@@ -553,6 +559,7 @@ def connector_task(
             snapshot_delay_s=settings.snapshot_delay_ms / 1000,
             streaming_delay_s=settings.streaming_delay_ms / 1000,
             start_at=start_position(settings),
+            snapshot_estimate_after_s=estimate_after_s,
         ),
         stop=stop,
         transform=transforms.apply_document if transforms else None,

@@ -266,7 +266,13 @@ def snapshot(
         stopper.installed(),
         serve_metrics(metrics, settings.metrics_port, settings.metrics_host),
         SnapshotProgressView() as progress,
-        wiring.connector(settings, stop=stopper.event, on_progress=progress.update, metrics=metrics) as group,
+        wiring.connector(
+            settings,
+            stop=stopper.event,
+            on_progress=progress.update,
+            metrics=metrics,
+            estimate_after_s=progress.estimate_after_s,
+        ) as group,
     ):
         outcome = group.run(snapshot_only=True)
     from mongocdc.engine.snapshot import SnapshotReport

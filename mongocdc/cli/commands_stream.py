@@ -84,7 +84,12 @@ def stream(ctx: typer.Context, output: OutputLinesOpt = Output.table) -> None:
         serve_metrics(metrics, settings.metrics_port, settings.metrics_host, health),
         SnapshotProgressView() as progress,
         wiring.connector(
-            settings, stop=stopper.event, on_status=on_status, on_progress=progress.update, metrics=metrics
+            settings,
+            stop=stopper.event,
+            on_status=on_status,
+            on_progress=progress.update,
+            metrics=metrics,
+            estimate_after_s=progress.estimate_after_s,
         ) as task,
     ):
         health.set_ready(tasks=sorted(task.tasks))

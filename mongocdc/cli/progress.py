@@ -46,6 +46,12 @@ class SnapshotProgressView:
         self._log_interval = log_interval_s
         self._next_log = time.monotonic() + log_interval_s
 
+    @property
+    def estimate_after_s(self) -> float:
+        """How far into a snapshot its collections should be counted: a terminal's bars show the totals after a
+        second, a plain display from its first line on (a snapshot done sooner asks MongoDB for no count)."""
+        return 1.0 if self._console.is_terminal else self._log_interval / 2
+
     def __enter__(self) -> SnapshotProgressView:
         if self._console.is_terminal:
             self._bars = Progress(
@@ -80,7 +86,7 @@ class SnapshotProgressView:
     def _draw(self, bars: Progress, report: SnapshotReport) -> None:
         for ns, c in report.collections.items():
             rate = _rate(c.rate)
-            total = max(c.estimated, c.documents) or None
+            total = max(c.estimated, c.documents) if c.estimated else None  # 0: not counted (yet)
             description = f"{ns} [dim]({c.phase})[/dim]" if c.phase and not c.done else ns
             if ns not in self._tasks:
                 self._tasks[ns] = bars.add_task(description, total=total, rate=rate)
@@ -94,10 +100,14 @@ class SnapshotProgressView:
 
 
 def progress_line(report: SnapshotReport) -> str:
-    """``12,000 of about 20,100 documents read in 6 s (2,000 docs/s), 1 of 2 collections left; …``"""
-    estimated = sum(max(c.estimated, c.documents) for c in report.collections.values())
+    """``12,000 of about 20,100 documents read in 6 s (2,000 docs/s), 1 of 2 collections left; …`` (without
+    ``of about …`` while a collection being read has not been counted)."""
     left = sum(not c.done for c in report.collections.values())
-    line = f"{report.documents:,} of about {estimated:,} documents read in {report.seconds:.0f} s"
+    if all(c.estimated or c.done for c in report.collections.values()):
+        estimated = sum(max(c.estimated, c.documents) for c in report.collections.values())
+        line = f"{report.documents:,} of about {estimated:,} documents read in {report.seconds:.0f} s"
+    else:
+        line = f"{report.documents:,} documents read in {report.seconds:.0f} s"
     if report.rate is not None:
         line += f" ({report.rate:,.0f} docs/s)"
     count = len(report.collections)

@@ -76,6 +76,8 @@ class TaskOptions:
     """``streaming.delay.ms``: the wait after a completed snapshot before streaming begins."""
     start_at: Position | None = None
     """``capture.start.op.time``: where streaming starts when there is no offset and no snapshot runs."""
+    snapshot_estimate_after_s: float = 5.0
+    """When a snapshot asks MongoDB for its collections' estimated counts (``SnapshotOptions.estimate_after_s``)."""
 
     @property
     def connector(self) -> str:
@@ -184,6 +186,7 @@ class ConnectorTask:
                 max_threads=self.options.snapshot_max_threads,
                 flush_interval_s=self.options.stream.flush_interval_s,
                 transaction_boundary=self.options.stream.transaction_boundary,
+                estimate_after_s=self.options.snapshot_estimate_after_s,
             ),
             stop=self.stop,
             transform=self.transform,

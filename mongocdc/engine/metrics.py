@@ -54,8 +54,8 @@ class _SnapshotState:
         self.aborted = False
         self.started_at: float | None = None
         self.ended_at: float | None = None
-        self.collections: dict[str, int] = {}
-        """Collection (``db.coll``) → estimated number of documents, as given at the start."""
+        self.collections: dict[str, int | None] = {}
+        """Collection (``db.coll``) → estimated number of documents, ``None`` until counted."""
         self.rows: dict[str, int] = {}
         self.done: set[str] = set()
 
@@ -221,8 +221,9 @@ class Metrics:
 
     # -- snapshot --------------------------------------------------------------------------
 
-    def snapshot_started(self, partition: str, collections: Mapping[str, int]) -> None:
-        """A snapshot of ``collections`` (``db.coll`` → estimated documents) began; forgets the previous one."""
+    def snapshot_started(self, partition: str, collections: Mapping[str, int | None]) -> None:
+        """A snapshot of ``collections`` (``db.coll`` → estimated documents, ``None`` when not counted yet) began;
+        forgets the previous one."""
         now = self._clock()
         with self._lock:
             snapshot = self._state(partition).snapshot = _SnapshotState()
@@ -230,6 +231,13 @@ class Metrics:
             snapshot.started_at = now
             snapshot.collections = dict(collections)
             snapshot.rows = dict.fromkeys(collections, 0)
+
+    def snapshot_estimated(self, partition: str, ns: str, estimated: int) -> None:
+        """MongoDB's estimated count of ``ns``, once the snapshot asked it."""
+        with self._lock:
+            snapshot = self._state(partition).snapshot
+            if ns in snapshot.collections:
+                snapshot.collections[ns] = estimated
 
     def snapshot_rows(self, partition: str, ns: str, n: int) -> None:
         """``n`` more documents of collection ``ns`` were read (call once per batch, not per document)."""

@@ -67,7 +67,8 @@ FINAL_FLUSH = "final flush to Kafka and commit"
 @dataclass(slots=True)
 class CollectionReport:
     namespace: str
-    estimated: int
+    estimated: int = 0
+    """MongoDB's estimated count, 0 while not known (asked only once the snapshot runs ``estimate_after_s``)."""
     documents: int = 0
     seconds: float = 0.0
     """Seconds this run spent on the collection so far (live while it is being read)."""
@@ -143,6 +144,12 @@ class SnapshotOptions:
     transaction_boundary: TransactionBoundary = TransactionBoundary()
     """Where a transaction ends when the store is transactional (``exactly.once.support``): ``poll`` ends one
     every ``max_records`` documents, ``interval`` every ``interval_s``."""
+    estimate_after_s: float = 5.0
+    """Seconds into the snapshot before the collections still being read are counted (MongoDB's estimated
+    count, on a thread of its own) for progress displays and the rows-estimated metric: a snapshot done
+    sooner asks MongoDB for nothing but its documents, as Debezium's does. 5 s is half the interval of a plain
+    display's lines, so its first line has the totals; a terminal's bars ask sooner
+    (``SnapshotProgressView.estimate_after_s``)."""
 
 
 class _Held:
@@ -206,6 +213,8 @@ class SnapshotRunner:
         collection's documents counting it; a commit stores the scan right after it."""
         self._transaction_records = 0
         self._transaction_began = clock()
+        self._scanners: dict[str, Scanner] = {}
+        self._estimates_asked = False
 
     # -- producing ------------------------------------------------------------------
 
@@ -312,11 +321,12 @@ class SnapshotRunner:
         self._state = state
         self._started = self._clock()
         pending = [s for s in scanners if not state.progress(s.namespace).done]
+        self._scanners = {s.namespace: s for s in scanners}
+        self._estimates_asked = False
         for scanner in scanners:
             progress = state.progress(scanner.namespace)
             self.report.collections[scanner.namespace] = CollectionReport(
                 scanner.namespace,
-                scanner.estimated_count(),
                 documents=progress.documents,
                 done=progress.done,
                 resumed_from=progress.documents,
@@ -331,7 +341,7 @@ class SnapshotRunner:
         )
         self._commit(SourceOffset(resume, snapshot=state))
         partition = self.options.partition
-        self.metrics.snapshot_started(partition, {ns: c.estimated for ns, c in self.report.collections.items()})
+        self.metrics.snapshot_started(partition, dict.fromkeys(self.report.collections))
         for ns, c in self.report.collections.items():
             self._rows_reported[ns] = c.documents
             if c.done:
@@ -370,6 +380,25 @@ class SnapshotRunner:
         self._notify()
         self.metrics.snapshot_finished(partition, aborted=not self.report.completed)
         return self.report
+
+    def _ask_estimates(self, namespaces: Sequence[str]) -> None:
+        """Count ``namespaces`` on a thread of their own: the scans never wait for MongoDB's answer."""
+        scanners = [self._scanners[ns] for ns in namespaces if ns in self._scanners]
+        if not scanners:
+            return
+        partition = self.options.partition
+
+        def count() -> None:
+            for scanner in scanners:
+                try:
+                    estimated = scanner.estimated_count()
+                except Exception as exc:  # a display's figure: never a reason to fail the snapshot
+                    log.debug("no estimated count for %s: %s", scanner.namespace, exc)
+                    continue
+                self.report.collections[scanner.namespace].estimated = estimated
+                self.metrics.snapshot_estimated(partition, scanner.namespace, estimated)
+
+        threading.Thread(target=count, name="snapshot-estimates", daemon=True).start()
 
     def _supervise(self, futures: Mapping[Future[tuple[bool, _Held | None]], str]) -> None:
         """Serve delivery reports, commit periodically and report progress while workers copy."""
@@ -456,6 +485,9 @@ class SnapshotRunner:
     def _notify(self) -> None:
         now = self._clock()
         self.report.seconds = now - self._started
+        if not self._estimates_asked and self.report.seconds >= self.options.estimate_after_s:
+            self._estimates_asked = True
+            self._ask_estimates([ns for ns, c in self.report.collections.items() if not c.done])
         for ns, c in self.report.collections.items():
             since = c.running_since
             if since is not None:  # the scan runs: its time so far, for a live rate

@@ -80,6 +80,26 @@ def test_non_terminal_logs_plain_progress_lines_and_never_draws_a_bar(caplog: py
     assert out.getvalue() == ""  # no bar, no redraw
 
 
+def test_before_a_collection_is_counted_lines_and_bars_show_no_total(caplog: pytest.LogCaptureFixture) -> None:
+    """A collection not counted yet (the snapshot asks only after ``estimate_after_s``) has no "of about" and
+    no bar total, rather than a total equal to what was read so far."""
+    running = report(False)
+    running.seconds = 4.0
+    running.collections["shop.orders"].estimated = 0
+    out = io.StringIO()
+    with (
+        caplog.at_level(logging.INFO, logger="mongocdc.snapshot"),
+        SnapshotProgressView(console=Console(file=io.StringIO()), log_interval_s=0) as plain,
+        SnapshotProgressView(console=Console(file=out, force_terminal=True, width=120)) as bars,
+    ):
+        plain.update(running)
+        bars.update(running)
+    line = caplog.records[-1].getMessage()
+    assert line == "snapshot: 400 documents read in 4 s (100 docs/s), 1 of 2 collections left"
+    assert "400/?" in out.getvalue() and "400/400" not in out.getvalue()
+    assert plain.estimate_after_s == 0 and bars.estimate_after_s == 1.0
+
+
 def test_periodic_lines_name_a_collection_past_its_last_document(caplog: pytest.LogCaptureFixture) -> None:
     running = report(False)
     running.seconds = 2.0

@@ -295,3 +295,65 @@ def test_progress_is_live_says_what_happens_past_the_last_document_and_times_an_
     assert not interrupted.completed and not orders.done
     assert orders.seconds > 0 and orders.rate == orders.documents / orders.seconds
     assert interrupted.seconds >= orders.seconds and "documents in" in interrupted.summary()
+
+
+class CountedScanner(ScriptedScanner):
+    """A scanner that records each time MongoDB would be asked for the collection's estimated count."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.counted = 0
+
+    def estimated_count(self) -> int:
+        self.counted += 1
+        return super().estimated_count()
+
+
+def test_a_snapshot_done_before_estimate_after_asks_mongodb_for_no_count(tmp_path: Path) -> None:
+    """As Debezium's snapshot: nothing but the documents is asked of MongoDB when no display needs a total."""
+    from mongocdc.engine.metrics import Metrics
+
+    chosen = [CountedScanner(ns, docs, 2) for ns, docs in collections().items()]
+    metrics = Metrics("c1")
+    options = SnapshotOptions("c1", "rs0", max_threads=2, progress_interval_s=0.01, estimate_after_s=3600)
+    run = SnapshotRunner(RecordingSink(), SqliteOffsetStore(tmp_path / "o.db"), EnvelopeCodec("app"), options,
+                         metrics=metrics)  # fmt: skip
+    report = run.run(chosen, START)
+    assert report.completed
+    assert [s.counted for s in chosen] == [0, 0, 0, 0]
+    assert all(c.estimated == 0 for c in report.collections.values())
+    snapshot = metrics.to_dict()["partitions"]["rs0"]["snapshot"]
+    assert {c["rows_estimated"] for c in snapshot["collections"].values()} == {None}
+
+
+def test_collections_still_read_after_estimate_after_are_counted_without_waiting(tmp_path: Path) -> None:
+    """Past ``estimate_after_s`` the collections not done are counted on a thread of their own; the report and
+    the rows-estimated metric get the counts while the scan goes on (it never waits for them)."""
+    from mongocdc.engine.metrics import Metrics
+    from mongocdc.engine.snapshot import SnapshotReport
+
+    counted = threading.Event()
+    metrics = Metrics("c1")
+
+    def on_progress(report: SnapshotReport) -> None:
+        if report.collections["shop.orders"].estimated:
+            counted.set()
+
+    def on_chunk(n: int) -> None:
+        if n == 2:  # mid-scan of shop.orders: its count arrives while it is read
+            assert counted.wait(10)
+
+    chosen = [
+        CountedScanner(ns, docs, 2, **({"on_chunk": on_chunk} if ns == "shop.orders" else {}))
+        for ns, docs in collections().items()
+    ]
+    options = SnapshotOptions("c1", "rs0", max_threads=4, progress_interval_s=0.01, estimate_after_s=0)
+    run = SnapshotRunner(RecordingSink(), SqliteOffsetStore(tmp_path / "o.db"), EnvelopeCodec("app"), options,
+                         on_progress=on_progress, metrics=metrics)  # fmt: skip
+    report = run.run(chosen, START)
+    assert report.completed
+    orders = next(s for s in chosen if s.namespace == "shop.orders")
+    assert orders.counted == 1  # asked once, not per progress update
+    assert report.collections["shop.orders"].estimated == len(MIXED_IDS)
+    snapshot = metrics.to_dict()["partitions"]["rs0"]["snapshot"]
+    assert snapshot["collections"]["shop.orders"]["rows_estimated"] == len(MIXED_IDS)
