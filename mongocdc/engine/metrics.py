@@ -366,6 +366,7 @@ def _snapshot_dict(snapshot: _SnapshotState, now: float) -> dict[str, Any]:
 Labels = tuple[tuple[str, str], ...]
 Sample = tuple[Labels, float | int]
 
+
 def _transactions(key: str) -> Callable[[dict[str, Any]], float | int | None]:
     """A partition's transaction counter ``key``; ``None`` (no series) for a partition without transactions."""
     return lambda p: None if p["transactions"] is None else p["transactions"][key]
