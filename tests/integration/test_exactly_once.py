@@ -15,6 +15,8 @@ import signal
 import threading
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -190,14 +192,31 @@ def check_topics(bootstrap: str, client: MongoClient[dict[str, Any]], db: str, p
     return records
 
 
+@dataclass(frozen=True)
+class Capture:
+    """A fresh database of the test server to capture, its client, and a topic prefix of the test's own."""
+
+    client: MongoClient[dict[str, Any]]
+    db: str
+    prefix: str
+
+
+@pytest.fixture
+def capture(mongo_uri: str) -> Iterator[Capture]:
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    try:
+        yield Capture(client, f"it_{uuid.uuid4().hex[:12]}", f"p{uuid.uuid4().hex[:8]}")
+    finally:
+        client.close()
+
+
 @pytest.mark.timeout(1200)  # 100 restarts of the connector: about 4 minutes on 2 idle cores
 def test_kill_9_at_random_points_then_a_read_committed_consumer_sees_every_change_exactly_once(
-    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str, capture: Capture
 ) -> None:
     seed = random.randrange(2**32)
     rng = random.Random(seed)
-    db, prefix = f"it_{uuid.uuid4().hex[:12]}", f"p{uuid.uuid4().hex[:8]}"
-    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client, db, prefix = capture.client, capture.db, capture.prefix
     client[db].big.insert_many(mixed_documents(1500))
     client[db].inc.insert_many([{"_id": i, "v": i} for i in range(600)])
     config = eos_config(tmp_path, mongo_uri, kafka_bootstrap, db, prefix)
@@ -270,14 +289,12 @@ def test_kill_9_at_random_points_then_a_read_committed_consumer_sees_every_chang
                 in_transactions[value["transaction"]["id"]] += 1
     for txn_id, end in ends.items():
         assert end["event_count"] == in_transactions[txn_id], f"seed {seed}: transaction {txn_id}"
-    client.close()
 
 
 def test_a_second_exactly_once_instance_fences_the_first_and_nothing_is_duplicated_or_lost(
-    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str, capture: Capture
 ) -> None:
-    db, prefix = f"it_{uuid.uuid4().hex[:12]}", f"p{uuid.uuid4().hex[:8]}"
-    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client, db, prefix = capture.client, capture.db, capture.prefix
     client[db].big.insert_many(mixed_documents(500))
     config = eos_config(tmp_path, mongo_uri, kafka_bootstrap, db, prefix)
     workload = Workload(mongo_uri, db, 7)
@@ -311,17 +328,15 @@ def test_a_second_exactly_once_instance_fences_the_first_and_nothing_is_duplicat
             second.kill()
     for c in ("big", "c", "t"):
         assert duplicates(read_committed(kafka_bootstrap, f"{prefix}.{db}.{c}")) == [], c
-    client.close()
 
 
 def test_at_least_once_sigterm_at_random_points_still_delivers_each_change_once(
-    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str, capture: Capture
 ) -> None:
     """Without exactly.once.support a graceful stop commits what Kafka acknowledged: no change twice."""
     seed = random.randrange(2**32)
     rng = random.Random(seed)
-    db, prefix = f"it_{uuid.uuid4().hex[:12]}", f"p{uuid.uuid4().hex[:8]}"
-    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client, db, prefix = capture.client, capture.db, capture.prefix
     client[db].big.insert_many(mixed_documents(4000))
     client[db].inc.insert_many([{"_id": i, "v": i} for i in range(500)])
     config = eos_config(tmp_path, mongo_uri, kafka_bootstrap, db, prefix, **{"exactly.once.support": "disabled"})
@@ -350,4 +365,3 @@ def test_at_least_once_sigterm_at_random_points_still_delivers_each_change_once(
         assert final.stop() == 0, final.stderr
     for c in ("big", "c", "t", "inc"):
         assert duplicates(read_committed(kafka_bootstrap, f"{prefix}.{db}.{c}")) == [], f"seed {seed}: {c}"
-    client.close()
