@@ -52,7 +52,8 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
 class CliProcess:
     """A long-running ``mongocdc`` command whose stderr lines are collected as they come."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, new_session: bool = False) -> None:
+        """``new_session``: the command leads a process group of its own (what it starts is in it too)."""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mongocdc", *args],
             stdout=subprocess.PIPE,
@@ -61,6 +62,7 @@ class CliProcess:
             env=cli_env(),
             cwd=REPO,
             stdin=subprocess.DEVNULL,
+            start_new_session=new_session,
         )
         self.stderr_lines: list[str] = []
         self.stdout_lines: list[str] = []
@@ -86,6 +88,10 @@ class CliProcess:
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
         self.proc.send_signal(sig)
+        return self.wait(timeout)
+
+    def wait(self, timeout: float = 60.0) -> int:
+        """The exit code, once the command ended and its output was read to the end."""
         code = self.proc.wait(timeout=timeout)
         for t in self._threads:
             t.join(timeout=5)

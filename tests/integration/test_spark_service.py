@@ -9,9 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -20,7 +17,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from tests.integration.helpers import REPO, cli_env, run_cli, wait_until
+from tests.integration.helpers import CliProcess, run_cli, wait_until
 from tests.spark_support import envelope
 
 # each test starts Spark twice or waits for a heartbeat; a busy CI machine needs longer than the suite's 300 s
@@ -36,59 +33,22 @@ def produce(bootstrap: str, topic: str, db: str, keys: range) -> None:
     assert producer.flush(30) == 0
 
 
-class SparkJob:
+class SparkJob(CliProcess):
     """``mongocdc spark run`` started as the leader of a process group of its own, its stderr collected."""
 
     def __init__(self, bootstrap: str, topic: str, warehouse: Path, ivy: Path, *more: str) -> None:
-        command = [sys.executable, "-m", "mongocdc", "spark", "run", "--bootstrap-servers", bootstrap]
-        command += ["--topics", topic, "--warehouse", str(warehouse), "--master", "local[2]"]
-        command += ["--conf", f"spark.jars.ivy={ivy}", "--conf", "spark.sql.shuffle.partitions=2", *more]
-        self.proc = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=cli_env(),
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        self.lines: list[str] = []
-        self.out: list[str] = []
-        self._pumps = [
-            threading.Thread(target=self._pump, args=(self.proc.stderr, self.lines), daemon=True),
-            threading.Thread(target=self._pump, args=(self.proc.stdout, self.out), daemon=True),
-        ]
-        for pump in self._pumps:
-            pump.start()
-
-    @staticmethod
-    def _pump(stream: Any, sink: list[str]) -> None:
-        for line in stream:
-            sink.append(line)
-
-    @property
-    def stderr(self) -> str:
-        return "".join(self.lines)
+        command = ["spark", "run", "--bootstrap-servers", bootstrap, "--topics", topic, "--warehouse", str(warehouse)]
+        command += ["--master", "local[2]", "--conf", f"spark.jars.ivy={ivy}"]
+        super().__init__(*command, "--conf", "spark.sql.shuffle.partitions=2", *more, new_session=True)
 
     def wait_for(self, text: str, timeout: float = 400) -> None:
-        def seen() -> bool:
-            if text in self.stderr:
-                return True
-            if self.proc.poll() is not None:
-                raise AssertionError(f"spark run exited with {self.proc.returncode}:\n{self.stderr}")
-            return False
-
-        wait_until(seen, f"{text!r} on spark run's stderr", timeout)
+        self.wait_for_log(text, timeout)
 
     def signal_group(self, sig: int) -> None:
         os.killpg(self.proc.pid, sig)
 
     def wait(self, timeout: float = 400) -> int:
-        code = self.proc.wait(timeout=timeout)
-        for pump in self._pumps:
-            pump.join(timeout=10)
-        return code
+        return super().wait(timeout)
 
     def group_left(self) -> list[int]:
         """The processes still in the job's process group (its JVM included)."""
