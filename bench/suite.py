@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -218,15 +218,7 @@ def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> di
             prefix = f"snap{tag}"  # a topic per run: the first and last records' append times are this run's
             topic = f"{prefix}.{namespace}"
             create_topics(svc.bootstrap, [topic], args.partitions)
-            config = connector.settings(
-                uri=svc.uri,
-                bootstrap=svc.bootstrap,
-                name=f"snap-{tag}",
-                prefix=prefix,
-                namespace=namespace,
-                workdir=workdir,
-                extra=_same_filter(namespace),
-            )
+            config = _mongocdc(svc, workdir, f"snap-{tag}", prefix, namespace)
             return connector.snapshot(config, peer=(svc.bootstrap, topic) if debezium_on else None)
 
         def run_baseline(tag: str) -> Timing:
@@ -235,15 +227,7 @@ def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> di
         def run_exactly_once(tag: str) -> Timing:
             prefix = f"eossnap{tag}"
             create_topics(svc.bootstrap, [f"{prefix}.{namespace}"], args.partitions)
-            config = connector.settings(
-                uri=svc.uri,
-                bootstrap=svc.bootstrap,
-                name=f"eos-snap-{tag}",
-                prefix=prefix,
-                namespace=namespace,
-                workdir=workdir,
-                extra={**_same_filter(namespace), **_exactly_once(tag)},
-            )
+            config = _mongocdc(svc, workdir, f"eos-snap-{tag}", prefix, namespace, _exactly_once(tag))
             return connector.snapshot(config)
 
         def run_debezium(tag: str) -> Timing:
@@ -289,9 +273,20 @@ def _exactly_once(tag: str) -> dict[str, object]:
     }
 
 
-def _same_filter(namespace: str) -> dict[str, object]:
-    """The include list the Debezium connector is given (``bench.debezium.connector_config``), for mongocdc too."""
-    return {"collection.include.list": re.escape(namespace)}
+def _mongocdc(
+    svc: Services, workdir: Path, name: str, prefix: str, namespace: str, extra: Mapping[str, object] | None = None
+) -> Any:
+    """mongocdc's settings for a run over ``namespace``, with the include list the Debezium connector is given
+    (``bench.debezium.connector_config``) and ``extra`` over them."""
+    return connector.settings(
+        uri=svc.uri,
+        bootstrap=svc.bootstrap,
+        name=name,
+        prefix=prefix,
+        namespace=namespace,
+        workdir=workdir,
+        extra={"collection.include.list": re.escape(namespace), **(extra or {})},
+    )
 
 
 def fixed_snapshot_costs(svc: Services, args: argparse.Namespace, workdir: Path, db: str) -> dict[str, float]:
@@ -345,25 +340,16 @@ def bench_stream(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
             client = _client(svc.uri)
             client[db].create_collection(coll)
             client.close()
-            config = connector.settings(
-                uri=svc.uri,
-                bootstrap=svc.bootstrap,
-                name=f"stream-{tag}",
-                prefix=prefix,
-                namespace=namespace,
-                workdir=workdir,
-                extra={"snapshot.mode": "no_data", **_same_filter(namespace)},
-            )
+            config = _mongocdc(svc, workdir, f"stream-{tag}", prefix, namespace, {"snapshot.mode": "no_data"})
             # Every side stores a position taken before the writes, then the writes, then each replays them.
             connector.position_before_writes(config)
-            eos_config = connector.settings(
-                uri=svc.uri,
-                bootstrap=svc.bootstrap,
-                name=f"eos-stream-{tag}",
-                prefix=f"eos{prefix}",
-                namespace=namespace,
-                workdir=workdir,
-                extra={"snapshot.mode": "no_data", **_same_filter(namespace), **_exactly_once(tag)},
+            eos_config = _mongocdc(
+                svc,
+                workdir,
+                f"eos-stream-{tag}",
+                f"eos{prefix}",
+                namespace,
+                {"snapshot.mode": "no_data", **_exactly_once(tag)},
             )
             if args.exactly_once:
                 connector.position_before_writes(eos_config)
