@@ -911,6 +911,15 @@ class Settings:
         "worker property), read by `mongocdc status`; unset: `mongocdc-status.<group.id>`.",
         validator=check_topic_name,
     )
+    group_settle_ms: int = setting(
+        "group.settle.ms",
+        _NON_NEGATIVE,
+        3000,
+        "Group mode: a worker that joins waits until no rebalance has touched it for this long before it starts the "
+        "tasks of its first assignment, so that workers started together do not start every task in the first one "
+        "and then hand most of them over (as the broker's `group.initial.rebalance.delay.ms` does for a new group); "
+        "tasks assigned later (taken over from a stopped worker) start at once. 0: start at once.",
+    )
     session_timeout_ms: int = setting(
         "session.timeout.ms",
         _POSITIVE,
