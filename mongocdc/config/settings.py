@@ -695,7 +695,9 @@ class Settings:
         "signal.kafka.groupId",
         _STRING,
         "kafka-signal",
-        "Consumer group id under which the `kafka` signal channel commits the signals it has handled.",
+        "Consumer group id under which the `kafka` signal channel commits the signals it has handled. Where a task "
+        "reads on from is kept in its own offset (`signal_offsets`); the group's offset is where a task without one "
+        "starts.",
     )
     signal_poll_interval_ms: int = setting(
         "signal.poll.interval.ms",

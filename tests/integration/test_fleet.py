@@ -450,6 +450,84 @@ def test_a_kafka_signal_sent_after_its_task_moved_runs_once_on_the_new_owner_and
         fleet.close()
 
 
+def test_each_task_keeps_its_own_kafka_signal_position_a_signal_the_others_handled_while_it_was_failed_still_runs(
+    tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    """Every task of a connector reads the ``kafka`` signal channel; where each goes on is in its own offset, not
+    the channel's consumer group (which the other tasks moved past the signal while task 0 was FAILED)."""
+    with ShardedCluster(shards=3, data_dir=tmp_path / "cluster") as cluster:
+        db = f"it_{uuid.uuid4().hex[:12]}"
+        fleet = Fleet(
+            tmp_path,
+            cluster,
+            kafka_bootstrap,
+            db,
+            **RETRY_BUDGET,
+            **{
+                "snapshot.mode": "no_data",
+                "signal.data.collection": f"{db}.signals",
+                "signal.enabled.channels": "source,kafka",
+                "signal.poll.interval.ms": 200,
+                "collection.exclude.list": f"{db}\\.signals",
+            },
+        )
+        big = f"{fleet.prefix}.{db}.big"
+
+        def reads() -> Counter[int]:
+            found: Counter[int] = Counter()
+            for msg in read_topic(kafka_bootstrap, big, timeout=30):
+                key, value = decode(msg)
+                if (value or {}).get("op") == "r":
+                    found[json.loads(key["id"])] += 1
+            return found
+
+        def completed(partition: str) -> str | None:
+            return (fleet.stored().get(partition) or {}).get("incremental_snapshot_completed")
+
+        try:
+            fleet.client("shard00")[db].big.insert_many([{"_id": i} for i in range(60)])
+            (worker,) = fleet.start(1)
+            wait_until(lambda: shares(fleet, 1), "the worker holding every task", timeout=120)
+            wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+            wait_until(
+                lambda: all("signal_offsets" in o for o in fleet.stored().values()) and len(fleet.stored()) == 3,
+                "each task's signal position in its offset",
+            )
+            cluster.shards["shard00"].stop()
+            wait_until(lambda: "task 0 (shard00-rs) failed" in worker.stderr, "task 0 failing")
+            sent = run_cli(
+                "--config", str(fleet.config), "signal", "send", "execute-snapshot", "--channel", "kafka",
+                "--collections", f"{db}.big", "--id", "while-failed",
+            )  # fmt: skip
+            assert sent.returncode == 0, sent.stderr
+            wait_until(  # the others read it (it selects nothing on their shards) and the group's offset moved past it
+                lambda: all(fleet.stored()[p]["signal_offsets"] == {"0": 1} for p in ("shard01-rs", "shard02-rs")),
+                "the other tasks handling the signal",
+            )
+            wait_until(lambda: signal_group_offset(fleet) == 1, "the signal group's offset past the signal")
+            cluster.shards["shard00"].start()
+            restarted = run_cli("--config", str(fleet.config), "status", "--restart", "0")
+            assert restarted.returncode == 0, restarted.stderr
+            wait_until(lambda: completed("shard00-rs") == "while-failed", "task 0 running the signal", timeout=90)
+            assert reads() == Counter(dict.fromkeys(range(60), 1))
+            assert "the task's stored position" in worker.stderr
+            assert worker.stop(signal.SIGTERM) == 0, worker.stderr
+        finally:
+            fleet.close()
+
+
+def signal_group_offset(fleet: Fleet) -> int:
+    """The offset the ``kafka`` signal channel's consumer group (``signal.kafka.groupId``) committed on partition 0."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": fleet.bootstrap, "group.id": "kafka-signal"})
+    try:
+        (found,) = consumer.committed([TopicPartition(f"{fleet.prefix}-signal", 0)], timeout=10)
+        return int(found.offset)
+    finally:
+        consumer.close()
+
+
 def test_a_task_whose_run_ends_is_finished_stays_with_its_worker_and_is_not_run_again_when_it_moves(
     tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
 ) -> None:
