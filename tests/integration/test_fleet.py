@@ -392,7 +392,7 @@ def test_a_kafka_signal_sent_after_its_task_moved_runs_once_on_the_new_owner_and
     tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
 ) -> None:
     """The ``kafka`` signal channel in a group: ``execute-snapshot`` of a collection only shard00 holds, once before
-    task 0 moves and once after; every document is read exactly twice."""
+    task 0 moves and once after (then a blocking one and a last incremental one): each is run exactly once."""
     db = f"it_{uuid.uuid4().hex[:12]}"
     fleet = Fleet(
         tmp_path,
@@ -418,10 +418,10 @@ def test_a_kafka_signal_sent_after_its_task_moved_runs_once_on_the_new_owner_and
                 found[json.loads(key["id"])] += 1
         return found
 
-    def send(signal_id: str) -> None:
+    def send(signal_id: str, *args: str) -> None:
         sent = run_cli(
             "--config", str(fleet.config), "signal", "send", "execute-snapshot", "--channel", "kafka",
-            "--collections", f"{db}.big", "--id", signal_id,
+            "--collections", f"{db}.big", "--id", signal_id, *args,
         )  # fmt: skip
         assert sent.returncode == 0, sent.stderr
 
@@ -445,6 +445,12 @@ def test_a_kafka_signal_sent_after_its_task_moved_runs_once_on_the_new_owner_and
         send("after-move")
         wait_until(lambda: completed() == "after-move", "the second snapshot completed on the new owner", timeout=90)
         assert reads() == Counter(dict.fromkeys(range(120), 2))  # the first signal was not run again
+        send("blocking-after-move", "--snapshot-type", "blocking")  # a blocking snapshot on the new owner
+        wait_until(lambda: min(reads().values()) >= 3, "the blocking snapshot's reads")
+        send("last")
+        wait_until(lambda: completed() == "last", "the last snapshot completed")
+        assert reads() == Counter(dict.fromkeys(range(120), 4))  # each signal once
+        assert "blocking snapshot done: streaming resumes" in taker.stderr
         assert taker.stop(signal.SIGTERM) == 0, taker.stderr
     finally:
         fleet.close()
