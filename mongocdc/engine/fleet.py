@@ -333,7 +333,8 @@ class Worker:
         if running.result is not None:
             self._results[definition.partition] = running.result
         if error is not None:
-            if stops_the_worker(error) or self._lost:
+            # the worker stopping (SIGTERM) exits with a task's last failure, as a connector without group.id does
+            if stops_the_worker(error) or self._lost or self.leaving or self.stop.is_set():
                 if self._failure is None:
                     self._failure = error
                 if not isinstance(error, FencedError):
@@ -341,7 +342,7 @@ class Worker:
                     self._say(definition, FAILED, error)
                 return
             self._say(definition, FAILED, error)
-            if running.on_its_own and index in self._assigned and not self.leaving and not self.stop.is_set():
+            if running.on_its_own and index in self._assigned:
                 log.error(
                     "task %d (%s) failed: %s; this worker runs its other tasks and keeps the failed one until it is "
                     "restarted (mongocdc status --restart %d)",
@@ -352,7 +353,7 @@ class Worker:
                 )
                 self._ended[index] = (FAILED, definition, error)
             else:
-                log.error("task %d (%s) failed while it stopped: %s", index, definition.partition, error)
+                log.error("task %d (%s) failed while it was given up: %s", index, definition.partition, error)
         elif running.gone:
             return
         elif running.on_its_own and index in self._assigned and not self.leaving and not self.stop.is_set():

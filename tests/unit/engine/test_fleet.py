@@ -303,3 +303,27 @@ def test_the_first_assignments_tasks_start_once_no_rebalance_touched_the_worker_
     assert seen["built_before_settling"] == []
     assert "rs1" not in tasks.built  # never started here, never handed over
     assert seen["rs2_built"]
+
+
+def test_a_task_that_fails_while_the_worker_stops_is_the_workers_failure() -> None:
+    class FailsOnStop(Tasks):
+        def __call__(self, index: int, partition: str, stop: threading.Event) -> HeldTask:
+            held = super().__call__(index, partition, stop)
+            task = cast(FakeTask, held.task)
+
+            def run() -> TaskResult:
+                task.started.set()
+                try:
+                    stop.wait(30)
+                    raise RuntimeError("the last commit failed")
+                finally:
+                    task.finished.set()
+
+            task.run = run  # type: ignore[method-assign]
+            return held
+
+    tasks = FailsOnStop()
+    steps = [*assign(Definition(0, "rs0")), until(lambda: "rs0" in tasks.built and tasks.built["rs0"].started.is_set())]
+    worker, _ = make(steps, tasks)
+    with pytest.raises(RuntimeError, match="the last commit failed"):
+        worker.run()
