@@ -122,7 +122,8 @@ class TaskListKeeper(Protocol):
 
 
 class Worker:
-    """Run the tasks the group assigns until ``stop`` is set (or a task fails); see the module docstring."""
+    """Run the tasks the group assigns until ``stop`` is set (or a failure that is not one task's alone); see the
+    module docstring."""
 
     POLL_S = 0.2
 
