@@ -228,6 +228,7 @@ complete -c mongocdc -n '__fish_seen_subcommand_from spark; and __fish_seen_subc
 complete -c mongocdc -n '__fish_seen_subcommand_from spark; and __fish_seen_subcommand_from status' -l bootstrap-servers -l bootstrap-server -x -d 'Kafka bootstrap servers (kafka.bootstrap.servers).'
 complete -c mongocdc -n '__fish_use_subcommand' -a status -d 'Show a worker group\'s workers, the tasks each holds, and each task\'s state, position, lag and last error.'
 complete -c mongocdc -n '__fish_seen_subcommand_from status' -l output -s o -x -a 'table json' -d 'Output format: table for people, or json for scripts (one JSON document).'
+complete -c mongocdc -n '__fish_seen_subcommand_from status' -l restart -x -d 'Restart this task (its id) when it is FAILED or FINISHED, as Kafka Connect\'s POST /connectors/<name>/tasks/<id>/restart: the worker holding it starts it again; then show the status.'
 complete -c mongocdc -n '__fish_seen_subcommand_from status' -l timeout -x -d 'Seconds to wait for MongoDB or Kafka to answer; one attempt, then exit 4 [default: 5].'
 complete -c mongocdc -n '__fish_seen_subcommand_from status' -l bootstrap-servers -l bootstrap-server -x -d 'Kafka bootstrap servers (kafka.bootstrap.servers).'
 complete -c mongocdc -n '__fish_seen_subcommand_from status' -l offsets -x -d 'Offset store: sqlite:PATH or kafka:TOPIC (offset.storage and its file or topic).'

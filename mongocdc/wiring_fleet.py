@@ -247,7 +247,14 @@ def worker(
 
         keeper = ShardListKeeper(settings, seed, tasks) if per_shard else None
         yield Worker(
-            member, build, stop, connector=settings.name, keeper=keeper, on_change=on_change, on_task_state=say
+            member,
+            build,
+            stop,
+            connector=settings.name,
+            keeper=keeper,
+            on_change=on_change,
+            on_task_state=say,
+            settle_s=settings.group_settle_ms / 1000,
         )
 
 
@@ -292,13 +299,17 @@ def group_status(settings: Settings) -> dict[str, Any]:
         record = offsets.get(definition.partition)
         sec = int(record.offset.get("sec", 0)) if record is not None else 0
         last = said.get(index, {})
-        failed = last.get("state") == "FAILED" and last.get("partition") == definition.partition
+        ended = last.get("state") if last.get("partition") == definition.partition else None
+        failed = ended == "FAILED"
         if definition.removed:
             task_state = "REMOVED"
         elif member is not None:
-            task_state = "RUNNING"
+            # a task its holder said FAILED or FINISHED stays with that worker (until a restart request)
+            held_ended = ended in ("FAILED", "FINISHED") and last.get("worker_id") == member.client_id
+            task_state = str(ended) if held_ended else "RUNNING"
+            failed = failed and held_ended
         else:
-            task_state = "FAILED" if failed else "UNASSIGNED"
+            task_state = str(ended) if ended in ("FAILED", "FINISHED") else "UNASSIGNED"
         shown_tasks.append(
             {
                 "id": index,
@@ -339,6 +350,48 @@ def group_status(settings: Settings) -> dict[str, Any]:
         ],
         "tasks": shown_tasks,
     }
+
+
+def restart_task(settings: Settings, task: int) -> dict[str, Any]:
+    """Ask the worker holding ``task`` to start it again (Kafka Connect's ``POST .../tasks/<id>/restart``): a record
+    of the task's partition of the tasks topic, which its holder reads. The task must be FAILED or FINISHED
+    (``UsageError``, exit 2, otherwise); the status before the request is returned."""
+    import uuid
+
+    from mongocdc.errors import UsageError
+    from mongocdc.kafka.group import TasksTopic
+
+    shown = group_status(settings)
+    tasks = {t["id"]: t for t in shown["tasks"]}
+    if task not in tasks:
+        raise UsageError(
+            f"connector {settings.name!r} has no task {task} "
+            f"(its tasks: {', '.join(map(str, sorted(tasks))) or 'none'})",
+            hint="`mongocdc status` lists the tasks and their states",
+        )
+    state = tasks[task]["state"]
+    if state not in ("FAILED", "FINISHED"):
+        raise UsageError(
+            f"task {task} ({tasks[task]['partition']}) of connector {settings.name!r} is {state}, not FAILED or "
+            "FINISHED: there is nothing to restart",
+            hint="a running task restarts when its worker stops (SIGTERM): the group gives it to another worker",
+        )
+    if tasks[task]["worker_id"] is None:
+        raise UsageError(
+            f"task {task} ({tasks[task]['partition']}) of connector {settings.name!r} is {state} and no worker holds "
+            "it: there is no worker to restart it",
+            hint="start a worker (`mongocdc stream` with this group.id): it takes the task and starts it",
+        )
+    topic = TasksTopic(
+        settings.kafka_client,
+        tasks_topic(settings),
+        group_id=settings.require("group.id"),
+        timeout_s=wiring.request_timeout_s(settings),
+    )
+    definition = topic.definitions()[task]
+    topic.request_restart(definition, uuid.uuid4().hex)
+    log.info("asked worker %s to restart task %d (%s)", tasks[task]["worker_id"], task, definition.partition)
+    return shown
 
 
 def _snapshot_running(offset: Mapping[str, Any]) -> str | None:

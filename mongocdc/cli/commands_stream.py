@@ -114,8 +114,16 @@ def _run_worker(
     from mongocdc import wiring_fleet
 
     def changed(worker: Worker) -> None:
-        if worker.serving:
-            health.set_ready(group=settings.group_id, tasks=sorted(worker.tasks.values()))
+        if not worker.serving:
+            return
+        detail: dict[str, object] = {"group": settings.group_id, "tasks": sorted(worker.tasks.values())}
+        failed = sorted(worker.failed.values())
+        if failed:
+            detail["failed"] = failed
+        if failed and not worker.tasks:  # alive (/health), but serving nothing until a restart
+            health.set_not_ready("every task of this worker failed", **detail)
+        else:
+            health.set_ready(**detail)
 
     with (
         stopper.installed(),

@@ -695,7 +695,9 @@ class Settings:
         "signal.kafka.groupId",
         _STRING,
         "kafka-signal",
-        "Consumer group id under which the `kafka` signal channel commits the signals it has handled.",
+        "Consumer group id under which the `kafka` signal channel commits the signals it has handled. Where a task "
+        "reads on from is kept in its own offset (`signal_offsets`); the group's offset is where a task without one "
+        "starts.",
     )
     signal_poll_interval_ms: int = setting(
         "signal.poll.interval.ms",
@@ -910,6 +912,15 @@ class Settings:
         "Compacted topic where a worker group's workers write each task's state and last error (Kafka Connect's "
         "worker property), read by `mongocdc status`; unset: `mongocdc-status.<group.id>`.",
         validator=check_topic_name,
+    )
+    group_settle_ms: int = setting(
+        "group.settle.ms",
+        _NON_NEGATIVE,
+        3000,
+        "Group mode: a worker that joins waits until no rebalance has touched it for this long before it starts the "
+        "tasks of its first assignment, so that workers started together do not start every task in the first one "
+        "and then hand most of them over (as the broker's `group.initial.rebalance.delay.ms` does for a new group); "
+        "tasks assigned later (taken over from a stopped worker) start at once. 0: start at once.",
     )
     session_timeout_ms: int = setting(
         "session.timeout.ms",

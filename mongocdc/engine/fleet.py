@@ -16,10 +16,15 @@ its own, as ``ConnectorGroup`` does in one process:
   refused anyway, since the new owner's registration fenced them;
 * a definition that says the source partition was removed ends its task (as ``ConnectorGroup.end``).
 
-A task that fails stops the worker: its other tasks commit and are released, the worker leaves the group and
-the error is raised (the group then gives every task to the others). A graceful stop (``stop``) does the
-same without an error. The worker holding task 0 also looks after the task list (``TaskListKeeper``):
-shards that join or leave the cluster become task definitions.
+A task that fails is left FAILED, as Kafka Connect leaves one: it is released, its error goes to the status topic,
+and it stays assigned to this worker, which runs its other tasks and stays in the group; a restart request
+(``mongocdc status --restart TASK`` writes it to the task's partition of the tasks topic) starts it again. A task
+whose run ends on its own (``snapshot.mode=initial_only`` after its snapshot) is FINISHED: released, and not
+started again while this worker holds it. Only a failure that is every task's (``ConfigError``: the
+configuration) or this worker's (``FencedError``) stops the worker: its other tasks commit and are released, it
+leaves the group and the error is raised. A graceful stop (``stop``) does the same without an error. The worker
+holding task 0 also looks after the task list (``TaskListKeeper``): shards that join or leave the cluster become
+task definitions.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from mongocdc.engine.connector import ConnectorTask, Plan, SnapshotKind, TaskResult, merge_results
-from mongocdc.errors import FencedError
+from mongocdc.errors import ConfigError, FencedError
 
 log = logging.getLogger("mongocdc.group")
 
@@ -49,6 +54,11 @@ class Definition(Protocol):
 
     @property
     def removed(self) -> bool: ...
+
+    @property
+    def restart(self) -> str | None:
+        """The id of a restart request (``mongocdc status --restart``), on the record that asks for it."""
+        ...
 
 
 class Membership(Protocol):
@@ -91,7 +101,18 @@ class _Running:
     ending: bool = False
     error: BaseException | None = None
     result: TaskResult | None = None
+    on_its_own: bool = False
+    """The run ended without being asked to stop (a failure, or a run with an end: ``initial_only``)."""
     done: threading.Event = field(default_factory=threading.Event)
+
+
+FAILED = "FAILED"
+FINISHED = "FINISHED"
+
+
+def stops_the_worker(error: BaseException) -> bool:
+    """A task's failure that is not the task's alone: the configuration (every task has it) or a fenced worker."""
+    return isinstance(error, ConfigError | FencedError)
 
 
 class TaskListKeeper(Protocol):
@@ -101,7 +122,8 @@ class TaskListKeeper(Protocol):
 
 
 class Worker:
-    """Run the tasks the group assigns until ``stop`` is set (or a task fails); see the module docstring."""
+    """Run the tasks the group assigns until ``stop`` is set (or a failure that is not one task's alone); see the
+    module docstring."""
 
     POLL_S = 0.2
 
@@ -115,8 +137,13 @@ class Worker:
         keeper: TaskListKeeper | None = None,
         on_change: Callable[[Worker], None] | None = None,
         on_task_state: Callable[[int, str, str, BaseException | None], None] | None = None,
+        settle_s: float = 0.0,
     ) -> None:
         self.connector = connector
+        self.settle_s = settle_s
+        self._settled = settle_s <= 0
+        self._membership_changed = time.monotonic()
+        self._waiting: set[int] = set()  # caught up before the group settled: started once it has
         self.stop = stop
         self._task_factory = task_factory
         self._keeper = keeper
@@ -125,6 +152,7 @@ class Worker:
         self._assigned: set[int] = set()
         self._definitions: dict[int, Definition] = {}
         self._running: dict[int, _Running] = {}
+        self._ended: dict[int, tuple[str, Definition, BaseException | None]] = {}  # FAILED / FINISHED, still held
         self._results: dict[str, TaskResult] = {}
         self._lost = False
         self._wake = threading.Event()
@@ -135,6 +163,7 @@ class Worker:
     # --- what the group says (called from poll, on this worker's thread) -------------------------
 
     def on_assigned(self, tasks: list[int]) -> None:
+        self._membership_changed = time.monotonic()
         if tasks:
             log.info("the group assigned task(s) %s to this worker", ", ".join(map(str, tasks)))
         elif not self.joined:
@@ -144,6 +173,8 @@ class Worker:
         self._changed()
 
     def on_revoked(self, tasks: list[int]) -> None:
+        self._membership_changed = time.monotonic()
+        self._waiting.difference_update(tasks)
         held = [t for t in tasks if t in self._running]
         if held:
             log.info("the group moves task(s) %s to another worker: stopping and committing them first", held)
@@ -151,9 +182,11 @@ class Worker:
         self._assigned.difference_update(tasks)
         for task in tasks:
             self._definitions.pop(task, None)
+            self._ended.pop(task, None)  # its next owner starts it again (as a Connect worker does)
         self._changed()
 
     def on_lost(self, tasks: list[int]) -> None:
+        self._waiting.difference_update(tasks)
         log.warning(
             "this worker lost task(s) %s: it did not answer the group within session.timeout.ms, and the group gave "
             "them to the others",
@@ -166,10 +199,25 @@ class Worker:
                 running.stop.set()
         self._stop_tasks(tasks)
         self._assigned.difference_update(tasks)
+        for task in tasks:
+            self._ended.pop(task, None)
         self._changed()
 
     def on_definition(self, definition: Definition) -> None:
         self._definitions[definition.index] = definition
+        ended = self._ended.get(definition.index)
+        if ended is not None and definition.restart is not None and not definition.removed:
+            if definition.index not in self._assigned or self.stop.is_set() or self.leaving:
+                return
+            log.info(
+                "task %d (%s): restart requested (%s): starting it again",
+                definition.index,
+                definition.partition,
+                ended[0],
+            )
+            del self._ended[definition.index]
+            self._start(definition)
+            return
         running = self._running.get(definition.index)
         if running is None:
             return
@@ -181,9 +229,30 @@ class Worker:
         definition = self._definitions.get(task)
         if definition is None or definition.removed or task in self._running or task not in self._assigned:
             return
+        if task in self._ended:
+            return  # FAILED or FINISHED: started again on a restart request only
         if self.stop.is_set() or self.leaving:
             return  # stopping: the next owner starts it
+        if not self._settled:
+            if not self._waiting:
+                log.info(
+                    "waiting for the group to settle (no rebalance for group.settle.ms=%d) before starting tasks",
+                    round(self.settle_s * 1000),
+                )
+            self._waiting.add(task)
+            return
         self._start(definition)
+
+    def _settle(self) -> None:
+        """The first assignment's tasks start once no rebalance touched this worker for ``settle_s``: workers that
+        start together do not start every task in the first one and then hand most of them over."""
+        if self._settled or not self.joined or time.monotonic() - self._membership_changed < self.settle_s:
+            return
+        self._settled = True
+        waiting, self._waiting = sorted(self._waiting), set()
+        log.info("the group settled: starting task(s) %s", ", ".join(map(str, waiting)) or "none")
+        for task in waiting:
+            self.on_caught_up(task)
 
     # --- running -----------------------------------------------------------------------------------
 
@@ -196,6 +265,16 @@ class Worker:
     def tasks(self) -> dict[int, str]:
         """The tasks this worker runs now: index → source partition."""
         return {index: r.definition.partition for index, r in sorted(self._running.items())}
+
+    @property
+    def failed(self) -> dict[int, str]:
+        """The tasks this worker holds FAILED (until a restart request): index → source partition."""
+        return {i: d.partition for i, (state, d, _) in sorted(self._ended.items()) if state == FAILED}
+
+    @property
+    def finished(self) -> dict[int, str]:
+        """The tasks this worker holds whose run ended (FINISHED): index → source partition."""
+        return {i: d.partition for i, (state, d, _) in sorted(self._ended.items()) if state == FINISHED}
 
     def _changed(self) -> None:
         if self._on_change is not None:
@@ -230,11 +309,12 @@ class Worker:
         except BaseException as exc:  # judged by the worker's thread
             running.error = exc
         finally:
+            running.on_its_own = not running.stop.is_set()
             running.done.set()
             self._wake.set()
 
     def _stop_tasks(self, tasks: list[int]) -> None:
-        """Stop these tasks (each commits what Kafka acknowledged) and release them; a failure is kept."""
+        """Stop these tasks (each commits what Kafka acknowledged) and release them; then judge how each ended."""
         stopping = [self._running[t] for t in tasks if t in self._running]
         for running in stopping:
             running.ending = True
@@ -244,18 +324,47 @@ class Worker:
             if running.held is not None:
                 with contextlib.suppress(Exception):
                     running.held.release()
-            index = running.definition.index
-            self._running.pop(index, None)
-            if running.result is not None:
-                self._results[running.definition.partition] = running.result
-            if running.error is not None:
-                self._failed(running)
-                if not isinstance(running.error, FencedError):
-                    self._say(running.definition, "FAILED", running.error)
-            elif not running.gone:
-                log.info("task %d (%s): stopped and released", index, running.definition.partition)
-                if not self._lost:
-                    self._say(running.definition, "UNASSIGNED", None)
+            self._running.pop(running.definition.index, None)
+            self._judge_end(running)
+
+    def _judge_end(self, running: _Running) -> None:
+        """A released task: FAILED (the worker's failure when it is not the task's alone), FINISHED, or given up."""
+        definition, error = running.definition, running.error
+        index = definition.index
+        if running.result is not None:
+            self._results[definition.partition] = running.result
+        if error is not None:
+            # the worker stopping (SIGTERM) exits with a task's last failure, as a connector without group.id does
+            if stops_the_worker(error) or self._lost or self.leaving or self.stop.is_set():
+                if self._failure is None:
+                    self._failure = error
+                if not isinstance(error, FencedError):
+                    log.error("task %d (%s) failed: %s", index, definition.partition, error)
+                    self._say(definition, FAILED, error)
+                return
+            self._say(definition, FAILED, error)
+            if running.on_its_own and index in self._assigned:
+                log.error(
+                    "task %d (%s) failed: %s; this worker runs its other tasks and keeps the failed one until it is "
+                    "restarted (mongocdc status --restart %d)",
+                    index,
+                    definition.partition,
+                    error,
+                    index,
+                )
+                self._ended[index] = (FAILED, definition, error)
+            else:
+                log.error("task %d (%s) failed while it was given up: %s", index, definition.partition, error)
+        elif running.gone:
+            return
+        elif running.on_its_own and index in self._assigned and not self.leaving and not self.stop.is_set():
+            log.info("task %d (%s): its run ended (FINISHED); it is not started again", index, definition.partition)
+            self._say(definition, FINISHED, None)
+            self._ended[index] = (FINISHED, definition, None)
+        else:
+            log.info("task %d (%s): stopped and released", index, definition.partition)
+            if not self._lost:
+                self._say(definition, "UNASSIGNED", None)
 
     def _say(self, definition: Definition, state: str, error: BaseException | None) -> None:
         """Tell ``on_task_state`` (the status topic); its failure is logged, never raised."""
@@ -266,21 +375,14 @@ class Worker:
         except Exception as exc:
             log.warning("could not publish the state of task %d (%s): %s", definition.index, state, exc)
 
-    def _failed(self, running: _Running) -> None:
-        error = running.error
-        assert error is not None
-        if self._failure is None:
-            self._failure = error
-        if not isinstance(error, FencedError):
-            log.error("task %d (%s) failed: %s", running.definition.index, running.definition.partition, error)
-
     _failure: BaseException | None = None
 
     def _judge(self) -> None:
-        """Tasks that ended on their own: a failure stops the worker; a completed task is released."""
-        for index, running in list(self._running.items()):
-            if running.done.is_set():
-                self._stop_tasks([index])
+        """Tasks that ended on their own are released: FAILED or FINISHED, held until a restart request."""
+        ended = [index for index, running in self._running.items() if running.done.is_set()]
+        if ended:
+            self._stop_tasks(sorted(ended))
+            self._changed()
 
     def run(self) -> TaskResult:
         """Join, run the assigned tasks until ``stop`` (or a failure), give them up, leave; the merged result."""
@@ -288,6 +390,7 @@ class Worker:
         try:
             while not self.stop.is_set() and self._failure is None and not self._lost:
                 self.member.poll(self.POLL_S)
+                self._settle()
                 self._judge()
                 if self._keeper is not None and 0 in self._running:
                     self._keeper.poll_if_due()

@@ -14,9 +14,11 @@ buffered keys drop them from the buffer while the window is open; at the close w
 is returned as reads (``op=r``, ``source.snapshot=incremental``). Stream events are never held back.
 
 Signals come from the signal collection, as stream items (``SignalChange``), and from the Kafka
-channel, which is read at most every ``signal.poll.interval.ms``. The Kafka channel's offsets are
-committed once the step of the signals read was carried out: at the next item, or at
-:meth:`IncrementalSnapshotter.close` after a graceful stop; a signal read before a crash is read again.
+channel, which is read at most every ``signal.poll.interval.ms``. Where the Kafka channel goes on is in
+the task's offset (``SourceOffset.signal_offsets``, registered with the item whose step carried the
+signals out), so a task reads each signal once wherever it runs, and a signal whose offset was not
+committed before a crash is read again. The group's offsets are also committed once the step was
+carried out (at the next item, or at :meth:`IncrementalSnapshotter.close` after a graceful stop).
 """
 
 from __future__ import annotations
@@ -61,6 +63,12 @@ class WatermarkWriter(Protocol):
 
 
 class SignalSource(Protocol):
+    positions: tuple[tuple[int, int], ...] | None
+    """The next offset to read of each partition (``None`` until the channel is first read): the task's offset
+    keeps it, and ``start_at`` gives it back when the task starts again, wherever it runs."""
+
+    def start_at(self, positions: Mapping[int, int] | None) -> None: ...
+
     def poll(self, timeout: float = 0.0, max_records: int = 100) -> list[Signal]: ...
 
     def commit(self) -> None: ...
@@ -142,11 +150,20 @@ class IncrementalSnapshotter:
         """The id of the last incremental snapshot that completed (``SourceOffset.completed_incremental``)."""
         return self._completed_id
 
+    @property
+    def signal_offsets(self) -> tuple[tuple[int, int], ...] | None:
+        """Where the ``kafka`` signal channel goes on (``SourceOffset.signal_offsets``): past every signal whose
+        step was handed to the streaming task, which registers it with the offset of the same item."""
+        return self._kafka.positions if self._kafka is not None else None
+
     def restore(self, offset: SourceOffset | None) -> None:
         """Continue from the stored offset (``None``: there is none): its incremental snapshot progress and last
         completed id. A window in flight before is dropped; its watermarks, if the stream replays them, are stale."""
         self._state = offset.incremental if offset is not None else None
         self._completed_id = offset.completed_incremental if offset is not None else None
+        if self._kafka is not None:
+            stored = offset.signal_offsets if offset is not None else None
+            self._kafka.start_at(dict(stored) if stored is not None else None)
         self.window.cancel()
         self._chunk = None
 

@@ -11,6 +11,7 @@ record's top-level keys; each part writes and reads its own sub-record::
      "snapshot": {"<db>.<coll>": {...}},       #   where streaming resumes after it): SnapshotState
      "incremental_snapshot": {...},            # a running incremental snapshot: IncrementalSnapshotState
      "incremental_snapshot_completed": "<id>", # the id of the last incremental snapshot that completed
+     "signal_offsets": {"0": 12},              # the kafka signal channel: the next offset to read, by partition
      "transaction": {...}}                     # the transaction the stream is in: TransactionState
 
 A key is absent when its part is (``resume_token`` is always written). The stores write a record
@@ -49,6 +50,7 @@ SNAPSHOT: Final = "snapshot"
 INCREMENTAL: Final = "incremental_snapshot"
 INCREMENTAL_COMPLETED: Final = "incremental_snapshot_completed"
 TRANSACTION: Final = "transaction"
+SIGNAL_OFFSETS: Final = "signal_offsets"
 
 
 _new = tuple.__new__
@@ -93,6 +95,9 @@ class SourceOffset(NamedTuple):
     """The current or last transaction, with ``provide.transaction.metadata``."""
     completed_incremental: str | None = None
     """The id of the last incremental snapshot that completed (``snapshot --incremental --wait`` looks for it)."""
+    signal_offsets: tuple[tuple[int, int], ...] | None = None
+    """The ``kafka`` signal channel's next offset to read, ``(partition, offset)`` per partition: the task's own,
+    so that each task reads each signal once wherever it runs (``None``: the channel was not read yet)."""
 
     def to_record(self) -> dict[str, Any]:
         """The JSON-ready record a store keeps (the layout is in the module docstring)."""
@@ -111,6 +116,8 @@ class SourceOffset(NamedTuple):
             record[INCREMENTAL_COMPLETED] = self.completed_incremental
         if self.transaction is not None:
             record[TRANSACTION] = self.transaction.to_offset()
+        if self.signal_offsets is not None:
+            record[SIGNAL_OFFSETS] = {str(partition): offset for partition, offset in self.signal_offsets}
         return record
 
     @classmethod
@@ -120,10 +127,11 @@ class SourceOffset(NamedTuple):
         incremental: IncrementalSnapshotState | None,
         transaction: TransactionState | None,
         completed_incremental: str | None,
+        signal_offsets: tuple[tuple[int, int], ...] | None = None,
     ) -> SourceOffset:
-        """``SourceOffset(position, None, incremental, transaction, completed_incremental)``, built without the
-        named tuple's keyword handling: the streaming loop builds one per stream item (half the cost)."""
-        return _new(cls, (position, None, incremental, transaction, completed_incremental))
+        """``SourceOffset(position, None, incremental, transaction, completed_incremental, signal_offsets)``, built
+        without the named tuple's keyword handling: the streaming loop builds one per stream item (half the cost)."""
+        return _new(cls, (position, None, incremental, transaction, completed_incremental, signal_offsets))
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> SourceOffset:
@@ -180,4 +188,17 @@ class SourceOffset(NamedTuple):
             incremental=incremental,
             transaction=None if raw_transaction is None else TransactionState.from_offset(raw_transaction),
             completed_incremental=completed if isinstance(completed, str) else None,
+            signal_offsets=_signal_offsets(record.get(SIGNAL_OFFSETS)),
         )
+
+
+def _signal_offsets(raw: object) -> tuple[tuple[int, int], ...] | None:
+    """``{"0": 12}`` → ``((0, 12),)``; ``ValueError`` for anything else."""
+    if raw is None:
+        return None
+    try:
+        if not isinstance(raw, Mapping):
+            raise TypeError
+        return tuple(sorted((int(partition), int(offset)) for partition, offset in raw.items()))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"offset 'signal_offsets' is not an object of partition: offset, got {as_json(raw)}") from exc

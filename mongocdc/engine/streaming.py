@@ -182,7 +182,9 @@ class StreamingTask:
         transaction = transactions.state if transactions is not None else None
         if snapshotter is None:
             return SourceOffset.streaming(position, None, transaction, None)
-        return SourceOffset.streaming(position, snapshotter.state, transaction, snapshotter.completed_id)
+        return SourceOffset.streaming(
+            position, snapshotter.state, transaction, snapshotter.completed_id, snapshotter.signal_offsets
+        )
 
     def _transaction_records(self, records: list[TransactionRecord]) -> None:
         """BEGIN/END records on ``<topic.prefix>.<topic.transaction>``, keyed by the transaction id."""

@@ -116,6 +116,15 @@ class KafkaConsumer(KafkaClient):
                     ) from exc
                 time.sleep(0.1)
 
+    def committed(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        """The group's committed offset of each partition; a partition without one is left out."""
+        self.check()
+        try:
+            found = self._client.committed([TopicPartition(topic, p) for p in partitions], timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise self.endpoint.failed(exc, f"reading the offsets group {self.group_id} committed on {topic}") from exc
+        return {tp.partition: int(tp.offset) for tp in found if tp.error is None and tp.offset >= 0}
+
     def cached_high(self, topic: str, partition: int) -> int | None:
         """The high watermark the last fetch saw (no request); ``None`` when none is known yet."""
         try:

@@ -54,6 +54,8 @@ class TaskDefinition:
     connector: str
     partition: str
     state: str = ACTIVE
+    restart: str | None = None
+    """On a record that asks the task's holder to start it again after it failed or finished: the request's id."""
 
     @property
     def removed(self) -> bool:
@@ -63,7 +65,9 @@ class TaskDefinition:
         return json.dumps({"connector": self.connector, "task": self.index}, separators=(",", ":")).encode()
 
     def value(self) -> bytes:
-        body = {"connector": self.connector, "partition": self.partition, "state": self.state}
+        body: dict[str, str] = {"connector": self.connector, "partition": self.partition, "state": self.state}
+        if self.restart is not None:
+            body["restart"] = self.restart
         return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
 
     @classmethod
@@ -78,7 +82,8 @@ class TaskDefinition:
         if not isinstance(body, dict) or not isinstance(body.get("partition"), str):
             return None
         state = REMOVED if body.get("state") == REMOVED else ACTIVE
-        return cls(index, str(body.get("connector", "")), body["partition"], state)
+        restart = body.get("restart") if isinstance(body.get("restart"), str) else None
+        return cls(index, str(body.get("connector", "")), body["partition"], state, restart)
 
 
 def latest_definitions(tasks: Mapping[int, TaskDefinition]) -> dict[str, TaskDefinition]:
@@ -168,6 +173,10 @@ class TasksTopic:
 
     def remove(self, definition: TaskDefinition) -> None:
         self.write([TaskDefinition(definition.index, definition.connector, definition.partition, REMOVED)])
+
+    def request_restart(self, definition: TaskDefinition, request: str) -> None:
+        """Ask the worker holding the task to start it again (it reads every new record of its task's partition)."""
+        self.write([TaskDefinition(definition.index, definition.connector, definition.partition, ACTIVE, request)])
 
     def write(self, definitions: list[TaskDefinition]) -> None:
         """Write ``definitions``, each to its task's partition, and wait until every one is acknowledged.

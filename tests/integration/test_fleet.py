@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -339,6 +340,268 @@ def test_an_incremental_snapshot_goes_on_where_it_was_when_its_task_moves_to_ano
         fleet.close()
 
 
+def test_heartbeats_keep_coming_from_the_new_owner_of_a_moved_task_and_its_offsets_keep_advancing(
+    tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
+) -> None:
+    """``heartbeat.interval.ms`` after a graceful handover: one task (the cluster read as one replica set), so every
+    heartbeat on ``__debezium-heartbeat.<topic.prefix>`` is that task's; offsets are flushed every 60 s, so a commit
+    within the test comes from a heartbeat."""
+    fleet = Fleet(
+        tmp_path,
+        cluster,
+        kafka_bootstrap,
+        **{"mongodb.connection.mode": "sharded", "heartbeat.interval.ms": 300, "offset.flush.interval.ms": 60000},
+    )
+    heartbeats = f"__debezium-heartbeat.{fleet.prefix}"
+
+    def beats() -> list[int]:
+        found = []
+        for msg in read_topic(kafka_bootstrap, heartbeats, timeout=30):
+            key, value = decode(msg)
+            assert key == {"serverName": fleet.prefix}, key
+            found.append(int((value or {})["ts_ms"]))
+        return found
+
+    def stored() -> tuple[int, int]:
+        offset = fleet.stored().get("configRS") or {}
+        return int(offset.get("sec", 0)), int(offset.get("ord", 0))
+
+    client: MongoClient[Doc] = MongoClient(cluster.config_uri)
+    try:
+        first = fleet.start(1)[0]
+        wait_until(lambda: fleet.streams_open(first) >= 1, "the first worker streaming", timeout=120)
+        client[fleet.db].skipped.insert_one({"_id": "moves-the-position"})  # not captured: only a heartbeat commits
+        wait_until(lambda: len(beats()) >= 3 and stored() > (0, 0), "heartbeats and a commit by the first worker")
+        second = fleet.start(1)[0]
+        wait_until(lambda: shares(fleet, 2) or len(fleet.assignment()) == 2, "the second worker in the group")
+        assert first.stop(signal.SIGTERM) == 0, first.stderr
+        moved_at_ms = int(time.time() * 1000)
+        before = stored()
+        wait_until(lambda: "task 0 (configRS): taking it over" in second.stderr, "the task taken over", timeout=60)
+        wait_until(lambda: fleet.streams_open(second) >= 1, "the second worker streaming", timeout=60)
+        wait_until(lambda: sum(ts > moved_at_ms for ts in beats()) >= 3, "heartbeats from the new owner")
+        client[fleet.db].skipped.insert_one({"_id": "after-the-move"})
+        wait_until(lambda: stored() > before, "the new owner's heartbeat committing a later position")
+        assert second.stop(signal.SIGTERM) == 0, second.stderr
+    finally:
+        client.close()
+        fleet.close()
+
+
+def test_a_kafka_signal_sent_after_its_task_moved_runs_once_on_the_new_owner_and_one_handled_before_never_again(
+    tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
+) -> None:
+    """The ``kafka`` signal channel in a group: ``execute-snapshot`` of a collection only shard00 holds, once before
+    task 0 moves and once after (then a blocking one and a last incremental one): each is run exactly once."""
+    db = f"it_{uuid.uuid4().hex[:12]}"
+    fleet = Fleet(
+        tmp_path,
+        cluster,
+        kafka_bootstrap,
+        db,
+        **{
+            "snapshot.mode": "no_data",
+            "signal.data.collection": f"{db}.signals",
+            "signal.enabled.channels": "source,kafka",
+            "signal.poll.interval.ms": 200,
+            "incremental.snapshot.chunk.size": 50,
+            "collection.exclude.list": f"{db}\\.signals",
+        },
+    )
+    big = f"{fleet.prefix}.{db}.big"
+
+    def reads() -> Counter[int]:
+        found: Counter[int] = Counter()
+        for msg in read_topic(kafka_bootstrap, big, timeout=30):
+            key, value = decode(msg)
+            if (value or {}).get("op") == "r":
+                found[json.loads(key["id"])] += 1
+        return found
+
+    def send(signal_id: str, *args: str) -> None:
+        sent = run_cli(
+            "--config", str(fleet.config), "signal", "send", "execute-snapshot", "--channel", "kafka",
+            "--collections", f"{db}.big", "--id", signal_id, *args,
+        )  # fmt: skip
+        assert sent.returncode == 0, sent.stderr
+
+    def completed() -> str | None:
+        return (fleet.stored().get("shard00-rs") or {}).get("incremental_snapshot_completed")
+
+    try:
+        fleet.client("shard00")[db].big.insert_many([{"_id": i} for i in range(120)])
+        fleet.start(2)
+        wait_until(lambda: shares(fleet, 2), "two workers sharing three tasks", timeout=120)
+        wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+        send("before-move")
+        wait_until(lambda: completed() == "before-move", "the first snapshot completed and committed")
+        assert reads() == Counter(dict.fromkeys(range(120), 1))
+        leaving = fleet.holder(0)
+        wait_until(lambda: "reading signals for" in leaving.stderr, "the channel read by task 0's first owner")
+        assert leaving.stop(signal.SIGTERM) == 0, leaving.stderr
+        taker = next(w for w in fleet.workers if w is not leaving)
+        wait_until(lambda: "task 0 (shard00-rs): taking it over" in taker.stderr, "task 0 taken over", timeout=60)
+        wait_until(lambda: fleet.streams_open(taker) >= 3, "every task streaming on the other worker", timeout=60)
+        send("after-move")
+        wait_until(lambda: completed() == "after-move", "the second snapshot completed on the new owner", timeout=90)
+        assert reads() == Counter(dict.fromkeys(range(120), 2))  # the first signal was not run again
+        send("blocking-after-move", "--snapshot-type", "blocking")  # a blocking snapshot on the new owner
+        wait_until(lambda: min(reads().values()) >= 3, "the blocking snapshot's reads")
+        send("last")
+        wait_until(lambda: completed() == "last", "the last snapshot completed")
+        assert reads() == Counter(dict.fromkeys(range(120), 4))  # each signal once
+        assert "blocking snapshot done: streaming resumes" in taker.stderr
+        assert taker.stop(signal.SIGTERM) == 0, taker.stderr
+    finally:
+        fleet.close()
+
+
+def test_each_task_keeps_its_own_kafka_signal_position_a_signal_the_others_handled_while_it_was_failed_still_runs(
+    tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    """Every task of a connector reads the ``kafka`` signal channel; where each goes on is in its own offset, not
+    the channel's consumer group (which the other tasks moved past the signal while task 0 was FAILED)."""
+    with ShardedCluster(shards=3, data_dir=tmp_path / "cluster") as cluster:
+        db = f"it_{uuid.uuid4().hex[:12]}"
+        fleet = Fleet(
+            tmp_path,
+            cluster,
+            kafka_bootstrap,
+            db,
+            **RETRY_BUDGET,
+            **{
+                "snapshot.mode": "no_data",
+                "signal.data.collection": f"{db}.signals",
+                "signal.enabled.channels": "source,kafka",
+                "signal.poll.interval.ms": 200,
+                "collection.exclude.list": f"{db}\\.signals",
+            },
+        )
+        big = f"{fleet.prefix}.{db}.big"
+
+        def reads() -> Counter[int]:
+            found: Counter[int] = Counter()
+            for msg in read_topic(kafka_bootstrap, big, timeout=30):
+                key, value = decode(msg)
+                if (value or {}).get("op") == "r":
+                    found[json.loads(key["id"])] += 1
+            return found
+
+        def completed(partition: str) -> str | None:
+            return (fleet.stored().get(partition) or {}).get("incremental_snapshot_completed")
+
+        try:
+            fleet.client("shard00")[db].big.insert_many([{"_id": i} for i in range(60)])
+            (worker,) = fleet.start(1)
+            wait_until(lambda: shares(fleet, 1), "the worker holding every task", timeout=120)
+            wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+            wait_until(
+                lambda: all("signal_offsets" in o for o in fleet.stored().values()) and len(fleet.stored()) == 3,
+                "each task's signal position in its offset",
+            )
+            cluster.shards["shard00"].stop()
+            wait_until(lambda: "task 0 (shard00-rs) failed" in worker.stderr, "task 0 failing")
+            sent = run_cli(
+                "--config", str(fleet.config), "signal", "send", "execute-snapshot", "--channel", "kafka",
+                "--collections", f"{db}.big", "--id", "while-failed",
+            )  # fmt: skip
+            assert sent.returncode == 0, sent.stderr
+            wait_until(  # the others read it (it selects nothing on their shards) and the group's offset moved past it
+                lambda: all(fleet.stored()[p]["signal_offsets"] == {"0": 1} for p in ("shard01-rs", "shard02-rs")),
+                "the other tasks handling the signal",
+            )
+            wait_until(lambda: signal_group_offset(fleet) == 1, "the signal group's offset past the signal")
+            cluster.shards["shard00"].start()
+            restarted = run_cli("--config", str(fleet.config), "status", "--restart", "0")
+            assert restarted.returncode == 0, restarted.stderr
+            wait_until(lambda: completed("shard00-rs") == "while-failed", "task 0 running the signal", timeout=90)
+            assert reads() == Counter(dict.fromkeys(range(60), 1))
+            assert "the task's stored position" in worker.stderr
+            assert worker.stop(signal.SIGTERM) == 0, worker.stderr
+        finally:
+            fleet.close()
+
+
+def signal_group_offset(fleet: Fleet) -> int:
+    """The offset the ``kafka`` signal channel's consumer group (``signal.kafka.groupId``) committed on partition 0."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": fleet.bootstrap, "group.id": "kafka-signal"})
+    try:
+        (found,) = consumer.committed([TopicPartition(f"{fleet.prefix}-signal", 0)], timeout=10)
+        return int(found.offset)
+    finally:
+        consumer.close()
+
+
+def test_a_task_whose_run_ends_is_finished_stays_with_its_worker_and_is_not_run_again_when_it_moves(
+    tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
+) -> None:
+    """``snapshot.mode=initial_only``: each task snapshots its shard and ends; it is FINISHED, not restarted by its
+    worker, and a worker that takes it over finds it done in its offset (nothing is read again)."""
+    fleet = Fleet(tmp_path, cluster, kafka_bootstrap, **{"snapshot.mode": "initial_only"})
+    try:
+        written = []
+        for shard in sorted(cluster.shards):
+            docs = [{"_id": f"{shard}-{i}"} for i in range(20)]
+            fleet.client(shard)[fleet.db].orders.insert_many(docs)
+            written += [d["_id"] for d in docs]
+        workers = fleet.start(2)
+        wait_until(lambda: shares(fleet, 2), "two workers sharing three tasks", timeout=120)
+        wait_until(
+            lambda: [t["state"] for t in task_states(fleet).values()] == ["FINISHED"] * 3,
+            "every task FINISHED",
+            timeout=120,
+        )
+        assert fleet.ids() == Counter(dict.fromkeys(written, 1))
+        states = task_states(fleet)
+        assert all(t["worker_id"] is not None for t in states.values())  # still assigned
+        assert all(w.proc.poll() is None for w in workers)
+        for worker, tasks in zip(workers, held(fleet, workers), strict=True):  # not started again by its worker
+            assert worker.stderr.count("its run ended (FINISHED)") == len(tasks), worker.stderr
+        leaving = fleet.holder(0)
+        taker = next(w for w in workers if w is not leaving)
+        assert leaving.stop(signal.SIGTERM) == 0, leaving.stderr
+        wait_until(lambda: shares(fleet, 1), "the other worker holding every task", timeout=60)
+        wait_until(lambda: taker.stderr.count("its run ended (FINISHED)") == 3, "the moved tasks FINISHED again")
+        wait_until(
+            lambda: all(t["state"] == "FINISHED" and t["worker_id"].endswith(f"-{taker.proc.pid}")
+                        for t in task_states(fleet).values()),
+            "every task FINISHED with the other worker",
+        )  # fmt: skip
+        assert "snapshot.mode=initial_only and the snapshot is complete" in taker.stderr
+        assert fleet.ids() == Counter(dict.fromkeys(written, 1))  # nothing read again
+        assert fleet.streams_open(taker) == 0
+        assert taker.stop(signal.SIGTERM) == 0, taker.stderr
+    finally:
+        fleet.close()
+
+
+def held(fleet: Fleet, workers: list[CliProcess]) -> list[tuple[int, ...]]:
+    assignment = fleet.assignment()
+    return [assignment.get(w.proc.pid, ()) for w in workers]
+
+
+def test_workers_started_together_wait_for_the_group_to_settle_and_each_starts_only_its_own_task(
+    tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
+) -> None:
+    """``group.settle.ms``: three workers started at once; none starts a task it then hands to another."""
+    fleet = Fleet(tmp_path, cluster, kafka_bootstrap, **{"group.settle.ms": 6000})
+    try:
+        workers = fleet.start(3)
+        wait_until(lambda: shares(fleet, 3), "three workers holding one task each", timeout=120)
+        wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+        for worker in workers:
+            assert worker.stderr.count(": taking it over") == 1, worker.stderr
+            assert "stopping and committing them first" not in worker.stderr, worker.stderr
+            assert "waiting for the group to settle" in worker.stderr
+        assert sorted(len(tasks) for tasks in fleet.assignment().values()) == [1, 1, 1]
+        for worker in workers:
+            assert worker.stop(signal.SIGTERM) == 0, worker.stderr
+    finally:
+        fleet.close()
+
+
 def probe(port: int, path: str) -> tuple[int, Doc]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:  # noqa: S310
@@ -463,33 +726,89 @@ def test_a_shard_added_while_the_group_runs_becomes_a_task_and_a_removed_one_end
             fleet.close()
 
 
-def test_a_failed_task_stops_its_worker_and_status_says_why(tmp_path: Path, kafka_bootstrap: str) -> None:
-    with ShardedCluster(shards=1, data_dir=tmp_path / "cluster") as cluster:
-        fleet = Fleet(
-            tmp_path,
-            cluster,
-            kafka_bootstrap,
-            **{
-                "connect.max.attempts": 2,
-                "connect.backoff.initial.delay.ms": 100,
-                "connect.backoff.max.delay.ms": 200,
-                "connect.timeout.ms": 1000,
-                "mongodb.server.selection.timeout.ms": 1000,
-            },
-        )
+RETRY_BUDGET = {  # a task whose server is gone fails after a few seconds of retries
+    "connect.max.attempts": 2,
+    "connect.backoff.initial.delay.ms": 100,
+    "connect.backoff.max.delay.ms": 200,
+    "connect.timeout.ms": 1000,
+    "mongodb.server.selection.timeout.ms": 1000,
+}
+
+
+def task_states(fleet: Fleet) -> dict[int, Doc]:
+    shown = run_cli("--config", str(fleet.config), "status", "--output", "json")
+    assert shown.returncode == 0, shown.stderr
+    return {t["id"]: t for t in json.loads(shown.stdout)["tasks"]}
+
+
+def test_a_failed_task_is_failed_in_status_its_worker_runs_the_others_and_a_restart_brings_it_back(
+    tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    """As in Kafka Connect: a task that fails is marked FAILED (with its error) and stays with its worker, which
+    keeps its other tasks and its place in the group; ``status --restart TASK`` starts it again."""
+    with ShardedCluster(shards=3, data_dir=tmp_path / "cluster") as cluster:
+        fleet = Fleet(tmp_path, cluster, kafka_bootstrap, **RETRY_BUDGET)
+        ports = [free_port(), free_port()]
         try:
-            (worker,) = fleet.start(1)
-            wait_until(lambda: shares(fleet, 1), "the worker holding the task", timeout=120)
-            wait_until(lambda: all_streaming(fleet), "the task streaming", timeout=120)
-            cluster.shards["shard00"].stop()  # the task's server goes away: it fails after its retries
-            assert worker.proc.wait(timeout=120) == ExitCode.UNREACHABLE, worker.stderr
-            shown = run_cli("--config", str(fleet.config), "status", "--output", "json")
-            assert shown.returncode == 0, shown.stderr
-            shown_status = json.loads(shown.stdout)
-            assert shown_status["connector"]["state"] == "FAILED" and shown_status["workers"] == []
-            (task,) = shown_status["tasks"]
-            assert task["state"] == "FAILED", task
-            assert "unreachable" in task["last_error"] and task["failed_on"].endswith(f"-{worker.proc.pid}")
+            for port in ports:
+                fleet.start(1, "--metrics-port", str(port))
+            wait_until(lambda: shares(fleet, 2), "two workers sharing three tasks", timeout=120)
+            wait_until(lambda: all_streaming(fleet), "every task streaming", timeout=120)
+            pid, (failing, other) = next((p, t) for p, t in fleet.assignment().items() if len(t) == 2)
+            busy = next(w for w in fleet.workers if w.proc.pid == pid)
+            port = ports[fleet.workers.index(busy)]
+            shard = {task: f"shard{task:02d}" for task in range(3)}
+
+            cluster.shards[shard[failing]].stop()  # its server gone for longer than the retries: the task fails
+            wait_until(lambda: f"task {failing} ({shard[failing]}-rs) failed" in busy.stderr, "the task failing")
+            assert busy.proc.poll() is None, busy.stderr  # the worker runs on
+            fleet.client(shard[other])[fleet.db].orders.insert_one({"_id": "on-its-other-task"})
+            wait_until(lambda: "on-its-other-task" in fleet.ids(), "the worker's other task streaming")
+            wait_until(lambda: task_states(fleet)[failing]["state"] == "FAILED", "status saying FAILED")
+            states = task_states(fleet)
+            assert states[failing]["worker_id"].endswith(f"-{pid}")  # still assigned to its worker
+            assert "unreachable" in states[failing]["last_error"], states[failing]
+            assert states[failing]["failed_on"].endswith(f"-{pid}")
+            assert [states[t]["state"] for t in sorted(states) if t != failing] == ["RUNNING", "RUNNING"]
+            table = run_cli("--config", str(fleet.config), "status")
+            assert table.returncode == 0 and table.stdout.count("FAILED") == 1, table.stdout
+            assert pid in fleet.assignment()  # in the group, holding both tasks
+            assert sorted(fleet.assignment()[pid]) == sorted([failing, other])
+            assert probe(port, "/health") == (200, {"status": "up"})
+            assert probe(port, "/ready")[1]["failed"] == [f"{shard[failing]}-rs"]
+
+            running = run_cli("--config", str(fleet.config), "status", "--restart", str(other))
+            assert running.returncode == ExitCode.USAGE, running.stderr
+            assert "is RUNNING, not FAILED or FINISHED" in running.stderr
+            unknown = run_cli("--config", str(fleet.config), "status", "--restart", "9")
+            assert unknown.returncode == ExitCode.USAGE and "has no task 9" in unknown.stderr, unknown.stderr
+
+            cluster.shards[shard[other]].stop()  # every task of the worker failed: alive, not ready
+            wait_until(lambda: f"task {other} ({shard[other]}-rs) failed" in busy.stderr, "its other task failing")
+            wait_until(lambda: probe(port, "/ready")[0] == 503, "the worker not ready")
+            assert probe(port, "/ready")[1]["reason"] == "every task of this worker failed"
+            assert probe(port, "/health") == (200, {"status": "up"}) and busy.proc.poll() is None
+
+            for task in (failing, other):
+                cluster.shards[shard[task]].start()
+                restarted = run_cli("--config", str(fleet.config), "status", "--restart", str(task))
+                assert restarted.returncode == 0, restarted.stderr
+            wait_until(
+                lambda: all(t["state"] == "RUNNING" for t in task_states(fleet).values()), "every task RUNNING again"
+            )
+            assert busy.stderr.count("restart requested") == 2
+            for task in (failing, other):
+                fleet.client(shard[task])[fleet.db].orders.insert_one({"_id": f"after-restart-{task}"})
+            wait_until(
+                lambda: (
+                    {"after-restart-0", "after-restart-1", "after-restart-2"} & set(fleet.ids())
+                    >= {f"after-restart-{failing}", f"after-restart-{other}"}
+                ),
+                "the restarted tasks streaming",
+            )
+            wait_until(lambda: probe(port, "/ready")[0] == 200, "the worker ready again")
+            for worker in fleet.workers:
+                assert worker.stop(signal.SIGTERM) == 0, worker.stderr
         finally:
             fleet.close()
 

@@ -8,9 +8,16 @@ partition: both classes here create it so when it is missing, and
 ``KafkaSignalSender`` always writes to partition 0, the partition Debezium reads.
 
 ``KafkaSignalChannel`` reads with a consumer group (``signal.kafka.groupId``)
-but assigns the partitions itself, never rebalancing. Offsets are committed
-only by ``commit()``, which the engine calls once it has handled every signal
-``poll()`` returned: a signal read but not handled before a crash is read again.
+but assigns the partitions itself, never rebalancing. Where it reads from is
+the task's own: ``positions`` (the next offset of each partition, from the
+start on) rides in the task's offset, and ``start_at`` gives the stored one
+back, so each task of a connector (one per shard) reads every signal once
+whichever worker runs it, and a signal is read again only when the offset
+that followed it was not committed. Without a stored position (the task's
+first run, an offset written by an earlier version) it starts at the group's
+committed offset (the earliest without one). The group's offsets are still
+committed by ``commit()``, which the engine calls once it has handled every
+signal ``poll()`` returned, for the tools that watch consumer groups.
 """
 
 from __future__ import annotations
@@ -84,6 +91,16 @@ class KafkaSignalChannel:
         self.timeout_s = timeout_s
         self._consumer: KafkaConsumer | None = None
         self._pending: dict[int, int] = {}  # partition -> next offset, read but not committed
+        self._start: dict[int, int] = {}
+        self._positions: dict[int, int] = {}
+        self.positions: tuple[tuple[int, int], ...] | None = None
+        """``(partition, next offset)`` of each partition read so far (from the open on): what the task's offset
+        keeps; ``None`` until the channel is opened (by the first ``poll``)."""
+
+    def start_at(self, positions: Mapping[int, int] | None) -> None:
+        """Read each partition from this offset (the task's stored one) when the channel opens next; a partition
+        without one starts at the group's committed offset."""
+        self._start = dict(positions or {})
 
     @property
     def bootstrap(self) -> str:
@@ -112,9 +129,26 @@ class KafkaSignalChannel:
                 self.topic,
                 len(partitions),
             )
-        # Assigned, not subscribed: no rebalancing; the group's committed offsets say where to start.
-        consumer.assign({(self.topic, p): COMMITTED for p in partitions})
-        log.info("reading signals for %s from %s (group %s)", self.prefix, self.topic, self.group_id)
+        # Assigned, not subscribed: no rebalancing. The task's stored positions say where to start; a partition
+        # without one starts at the group's committed offset, else at its beginning (auto.offset.reset earliest).
+        positions = {p: self._start[p] for p in partitions if p in self._start}
+        missing = [p for p in partitions if p not in positions]
+        if missing:
+            committed = consumer.committed(self.topic, missing)
+            for p in missing:
+                positions[p] = committed[p] if p in committed else consumer.watermarks(self.topic, p)[0]
+        consumer.assign({(self.topic, p): positions[p] if positions[p] >= 0 else COMMITTED for p in partitions})
+        self._positions = positions
+        self.positions = tuple(sorted(positions.items()))
+        shown = ", ".join(f"[{p}]@{o}" for p, o in sorted(positions.items()))
+        log.info(
+            "reading signals for %s from %s %s (%s; group %s)",
+            self.prefix,
+            self.topic,
+            shown,
+            "the task's stored position" if self._start else "the group's committed offset",
+            self.group_id,
+        )
         self._consumer = consumer
         return consumer
 
@@ -130,6 +164,8 @@ class KafkaSignalChannel:
                 continue
             partition, offset = msg.partition() or 0, msg.offset() or 0
             self._pending[partition] = offset + 1
+            self._positions[partition] = offset + 1
+            self.positions = tuple(sorted(self._positions.items()))
             signal = self._decode(msg, partition, offset)
             if signal is not None:
                 signals.append(signal)
@@ -167,10 +203,12 @@ class KafkaSignalChannel:
         self._pending.clear()
 
     def close(self) -> None:
-        """Leave without committing: signals returned by ``poll`` but not ``commit``-ted are read again next time."""
+        """Leave without committing: opened again, it reads from the position ``start_at`` gave last (the task's
+        stored offset), so signals whose offset was not committed are read again."""
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+        self._pending.clear()
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,15 +110,25 @@ class ModelSource:
 
 
 class FakeKafkaSignals:
+    """Signal ``i`` handed out is at offset ``i`` of partition 0; ``positions`` as the real channel keeps them."""
+
     def __init__(self) -> None:
         self.waiting: list[Signal] = []
         self.polls = 0
         self.commits = 0
         self.closed = 0
+        self.started_at: dict[int, int] | None = None
+        self.positions: tuple[tuple[int, int], ...] | None = None
+        self.next = 0
+
+    def start_at(self, positions: Mapping[int, int] | None) -> None:
+        self.started_at = dict(positions) if positions is not None else None
 
     def poll(self, timeout: float = 0.0, max_records: int = 100) -> list[Signal]:
         self.polls += 1
         signals, self.waiting = self.waiting, []
+        self.next += len(signals)
+        self.positions = ((0, self.next),)
         return signals
 
     def commit(self) -> None:
@@ -292,3 +302,18 @@ def test_reads_are_emitted_at_the_position_of_the_close_watermark() -> None:
     assert {(v["source"]["ts_ms"], v["source"]["ord"]) for v in values if v["op"] == "r"} == {
         (close.sec * 1000, close.ord)
     }
+
+
+def test_the_kafka_channels_position_rides_in_the_offset_and_a_restored_offset_starts_the_channel_there() -> None:
+    model = Model(range(3))
+    kafka = FakeKafkaSignals()
+    snap = snapshotter(model, kafka_signals=kafka, signal_poll_interval_s=0.0)
+    snap.restore(SourceOffset(Position(1, 1), signal_offsets=((0, 7),)))
+    assert kafka.started_at == {0: 7}  # the task's own position, not the group's
+    assert snap.signal_offsets is None  # not read yet
+    kafka.waiting = [parse_signal(execute("k1"))]
+    snap.on_item(Idle(model.position()))
+    assert snap.signal_offsets == ((0, 1),)  # past the signal, with the state it started
+    assert snap.state is not None and snap.state.snapshot_id == "k1"
+    snap.restore(None)
+    assert kafka.started_at is None  # no stored position: the channel starts at the group's committed offset

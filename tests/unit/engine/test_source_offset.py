@@ -186,3 +186,13 @@ def test_a_starting_connector_drops_unreadable_incremental_progress(caplog: pyte
     assert SourceOffset.restore(None) is None
     with pytest.raises(ValueError, match="integer 'sec'"):
         SourceOffset.restore({"ord": 1})  # without a position there is nothing to continue from
+
+
+def test_the_kafka_signal_channels_position_round_trips_and_a_malformed_one_is_refused() -> None:
+    offset = SourceOffset(Position(1, 2), signal_offsets=((0, 12), (1, 3)))
+    record = offset.to_record()
+    assert record["signal_offsets"] == {"0": 12, "1": 3}
+    assert SourceOffset.from_record(json.loads(json.dumps(record))) == offset
+    assert "signal_offsets" not in SourceOffset(Position(1, 2)).to_record()
+    with pytest.raises(ValueError, match="'signal_offsets' is not an object"):
+        SourceOffset.from_record({"sec": 1, "ord": 2, "signal_offsets": [12]})
