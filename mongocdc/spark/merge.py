@@ -343,7 +343,8 @@ def winning_changes(
     batch = applicable(changes).withColumn(RANK, rank(0, unique=True))
     keys = key_columns(batch)
     others = [c for c in batch.columns if c not in keys and c != RANK]
-    rows = batch.select(*keys, RANK, F.struct(*others).alias(ROW))
+    # (quoted: a typed column's name may hold a dot, which a bare name would read as a struct's field)
+    rows = batch.select(*keys, RANK, F.struct(*[F.col(f"`{c}`") for c in others]).alias(ROW))
     if markers is not None:
         row_type = rows.schema[ROW].dataType
         ranked = markers.select(*keys, rank(1, unique=False).alias(RANK), F.lit(None).cast(row_type).alias(ROW))

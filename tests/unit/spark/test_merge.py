@@ -319,3 +319,9 @@ def test_one_aggregate_against_the_markers_picks_what_the_decision_applies(spark
     }
     assert len(applied(again, markers)) == 4
     assert len(applied(batch, None)) == 5  # k1's stale update wins without its marker
+    # a typed column's name may hold a dot: it is a column of its own, not a struct's field
+    dotted = changes(spark, batch).withColumnRenamed(m.DOCUMENT, "doc.v").localCheckpoint()
+    got = m.winning_changes(markers, dotted, semi_join=semi_join).select("_key", "`doc.v`").collect()
+    want = m.Decision(markers, dotted).applied().select("_key", "`doc.v`").collect()
+    assert sorted(tuple(r) for r in got) == sorted(tuple(r) for r in want)
+    assert len(want) == 5  # k6's update without a document counts here: nothing says it is partial
