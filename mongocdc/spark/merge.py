@@ -325,6 +325,39 @@ class Decision:
         return joined.where(F.col(WINNER).isNull() | (F.col(RANK) == F.col(WINNER))).drop(RANK, WINNER)
 
 
+ROW = "_mongocdc_row"
+
+
+def winning_changes(
+    markers: DataFrame | None, changes: DataFrame, *, semi_join: bool = True, broadcast: bool = True
+) -> DataFrame:
+    """What :meth:`Decision.applied` gives for a state of delete markers only, in one aggregate.
+
+    Per key the batch's newest applicable change, when it is newer than the key's markers (the rows
+    table is compared elsewhere: the MERGE's conditions). The batch's rows go into the aggregate whole,
+    documents included, and the winner is taken with ``max_by``: for a batch small enough to go into a
+    MERGE, shuffling its documents once costs less than the narrow aggregate's broadcast and the join back
+    (a Spark job each, and their planning, per batch). ``semi_join``: only the markers of the batch's keys
+    enter the aggregate (a broadcast of the keys, one job more; worth it when the markers are many).
+    """
+    batch = applicable(changes).withColumn(RANK, rank(0, unique=True))
+    keys = key_columns(batch)
+    others = [c for c in batch.columns if c not in keys and c != RANK]
+    # (quoted: a typed column's name may hold a dot, which a bare name would read as a struct's field)
+    rows = batch.select(*keys, RANK, F.struct(*[F.col(f"`{c}`") for c in others]).alias(ROW))
+    if markers is not None:
+        row_type = rows.schema[ROW].dataType
+        ranked = markers.select(*keys, rank(1, unique=False).alias(RANK), F.lit(None).cast(row_type).alias(ROW))
+        if semi_join:
+            batch_keys = batch.select(*keys)
+            ranked = ranked.join(F.broadcast(batch_keys) if broadcast else batch_keys, keys, "left_semi")
+        rows = rows.unionByName(ranked)
+    # the rank is unique within the batch (its row id) and a marker's never equals a change's (``src``), so the
+    # newest row of a key is one; a marker's has no row
+    winners = rows.groupBy(*keys).agg(F.max_by(ROW, RANK).alias(ROW))
+    return winners.where(F.col(ROW).isNotNull()).select(*keys, *[F.col(f"{ROW}.`{c}`").alias(c) for c in others])
+
+
 def merge(
     state: DataFrame | None, changes: DataFrame, *, broadcast: bool = True, whole_state: bool = False
 ) -> DataFrame:

@@ -64,10 +64,14 @@ class HadoopFs:
         return bool(fs.exists(p))
 
     def names(self, path: str) -> list[str]:
+        return list(self.sizes(path))
+
+    def sizes(self, path: str) -> dict[str, int]:
+        """The entries of a directory and their lengths in bytes (none when it does not exist)."""
         fs, p = self._path(path)
         if not fs.exists(p):
-            return []
-        return [str(status.getPath().getName()) for status in fs.listStatus(p)]
+            return {}
+        return {str(status.getPath().getName()): int(status.getLen()) for status in fs.listStatus(p)}
 
     def touch(self, path: str) -> None:
         fs, p = self._path(path)
@@ -242,14 +246,17 @@ class MarkerFiles:
     path: str
     files: list[str] = field(default_factory=list)
     """The files :meth:`read` read: a fold replaces these, never a file written since."""
+    size: int = 0
+    """Their bytes."""
 
     def read(self) -> DataFrame | None:
         """Every marker written so far (``None`` when there is none)."""
-        self.files = [
-            name
-            for name in HadoopFs(self.spark).names(self.path)
+        sizes = {
+            name: length
+            for name, length in HadoopFs(self.spark).sizes(self.path).items()
             if name.endswith(".parquet") and not name.startswith(("_", "."))
-        ]
+        }
+        self.files, self.size = list(sizes), sum(sizes.values())
         if not self.files:
             return None
         return self.spark.read.schema(m.META_SCHEMA).parquet(*[f"{self.path}/{name}" for name in self.files])
@@ -380,10 +387,12 @@ class DeltaTable:
                 bounds.forget(self.path)
                 self._rewrite(table, candidates, marker_files, markers, broadcast, size)
                 return
-        # Only the batch's newest change per key, and only when newer than the key's delete marker:
-        # the markers are narrow, so this reads no documents. The rows table is compared inside
-        # the MERGE, whose conditions take a change only when it is newer than the row it matches.
-        decided = m.Decision(markers, candidates, broadcast=broadcast).applied().localCheckpoint()
+        # Only the batch's newest change per key, and only when newer than the key's delete marker, in
+        # one aggregate of the batch and the markers (``merge.winning_changes``; only the markers of the
+        # batch's keys when there are many). The rows table is compared inside the MERGE, whose
+        # conditions take a change only when it is newer than the row it matches.
+        semi_join = marker_files.size > MARKERS_WHOLE_MAX_BYTES
+        decided = m.winning_changes(markers, candidates, semi_join=semi_join, broadcast=broadcast).localCheckpoint()
         rows = decided.select(*self._columns)
 
         def commit() -> None:
@@ -523,6 +532,10 @@ COMPACT_EVERY = 50
 """Small writes (MERGEs, changelog appends) to a Delta table between two compactions."""
 MARKER_FILES_MAX = 16
 """Marker files of a table before they are folded into one."""
+MARKERS_WHOLE_MAX_BYTES = 16 * 2**20
+"""Delete markers up to these bytes of files go whole into a MERGE batch's decision (their narrow rows cost less
+in its aggregate than a broadcast of the batch's keys to pick out theirs, a Spark job per batch); more are first
+semi-joined to the batch's keys."""
 REWRITE_MIN_BATCH = 10_000
 REWRITE_SHARE = 4
 """A batch of at least ``REWRITE_MIN_BATCH`` changes and a quarter of the table's rows rewrites the table (a batch

@@ -269,3 +269,59 @@ def test_an_election_to_a_primary_whose_clock_is_behind_keeps_oplog_order(spark:
     # Debezium's records (no header) have only the wall time: the old primary's changes win
     debezium = values(state_after(spark, workload(headers=False)))
     assert debezium[1] == "old primary, later" and 3 in debezium
+
+
+@pytest.mark.parametrize("semi_join", [False, True], ids=["all-markers", "markers-of-the-batch-keys"])
+def test_one_aggregate_against_the_markers_picks_what_the_decision_applies(spark: Any, semi_join: bool) -> None:
+    """``winning_changes`` (a MERGE batch's source: one aggregate of the batch, documents included, and the
+    markers) gives exactly the changes ``Decision.applied`` gives against a state of markers: duplicates,
+    replays, a delete and a change at one position, a transaction's events, changes without a document, a
+    stale change older than a marker, one newer than it and a batch applied again."""
+    from mongocdc.spark import merge as m
+
+    t = Topic(ORDERS)
+    earlier = [
+        t.add(envelope("c", "k1", {"v": 1}, ts_ms=1000)),
+        t.add(envelope("d", "k1", None, ts_ms=2000)),
+        t.add(envelope("d", "k2", None, ts_ms=2000)),
+        t.add(envelope("d", "k5", None, ts_ms=9000)),
+    ]
+    batch = [
+        t.add(envelope("u", "k1", {"v": "stale"}, ts_ms=1500)),  # older than k1's marker
+        t.add(envelope("c", "k2", {"v": "back"}, ts_ms=3000)),  # newer than k2's marker
+        t.add(envelope("u", "k3", {"v": "a"}, ts_ms=4000, ord=1)),
+        t.add(envelope("u", "k3", {"v": "a"}, ts_ms=4000, ord=1)),  # an exact duplicate: one of the two
+        t.add(envelope("u", "k3", {"v": "older"}, ts_ms=3999, ord=7)),
+        t.add(envelope("u", "k4", {"v": "first"}, ts_ms=5000, ord=2, txn_order=1)),
+        t.add(envelope("d", "k4", None, ts_ms=5000, ord=2, txn_order=2)),  # a transaction's delete after its update
+        t.add(envelope("u", "k6", None, ts_ms=6000)),  # no document: decides nothing
+        t.add(envelope("c", "k7", {"v": "new"}, ts_ms=7000)),
+        t.add(envelope("r", "k7", {"v": "read"}, ts_ms=7000, snapshot="incremental")),  # a read before it
+    ]
+    markers = m.delete_markers(state_after(spark, earlier)).localCheckpoint()
+    again = batch + batch  # a batch applied again: the same records at the same offsets
+
+    def applied(rows: list[Any], state: Any) -> list[tuple[Any, ...]]:
+        cached = changes(spark, rows).localCheckpoint()
+        decided = m.Decision(state, cached).applied()
+        got = m.winning_changes(state, cached, semi_join=semi_join)
+        columns = [*m.META_COLUMNS, m.DOCUMENT]
+        expected = sorted(tuple(r) for r in decided.select(*columns).collect())
+        assert sorted(tuple(r) for r in got.select(*columns).collect()) == expected
+        return expected
+
+    won = applied(batch, markers)
+    assert {json.loads(r[0]): (r[1], r[-1] and json.loads(r[-1])["v"]) for r in won} == {
+        "k2": ("c", "back"),
+        "k3": ("u", "a"),
+        "k4": ("d", None),
+        "k7": ("c", "new"),
+    }
+    assert len(applied(again, markers)) == 4
+    assert len(applied(batch, None)) == 5  # k1's stale update wins without its marker
+    # a typed column's name may hold a dot: it is a column of its own, not a struct's field
+    dotted = changes(spark, batch).withColumnRenamed(m.DOCUMENT, "doc.v").localCheckpoint()
+    got = m.winning_changes(markers, dotted, semi_join=semi_join).select("_key", "`doc.v`").collect()
+    want = m.Decision(markers, dotted).applied().select("_key", "`doc.v`").collect()
+    assert sorted(tuple(r) for r in got) == sorted(tuple(r) for r in want)
+    assert len(want) == 5  # k6's update without a document counts here: nothing says it is partial

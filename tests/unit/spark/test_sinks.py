@@ -30,11 +30,14 @@ def applier(spark: Any, tmp_path: Path, table_format: str, **options: Any) -> tu
 
 
 def take_delta_path(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
-    """Send every Delta batch down one path: ``rewrite`` (one overwrite of the table) or the MERGE."""
+    """Send every Delta batch down one path: ``rewrite`` (one overwrite of the table) or the MERGE
+    (``merge-many-markers``: the MERGE, its decision reading only the markers of the batch's keys)."""
     from mongocdc.spark import sinks
 
     monkeypatch.setattr(sinks, "REWRITE_MIN_BATCH", 0 if path == "rewrite" else 10**9)
     monkeypatch.setattr(sinks, "REWRITE_SHARE", 10**9)
+    if path == "merge-many-markers":
+        monkeypatch.setattr(sinks, "MARKERS_WHOLE_MAX_BYTES", -1)
 
 
 @pytest.mark.parametrize("table_format", ["delta", "delta-rewrite", "delta-rewrite-compacting", "parquet"])
@@ -103,7 +106,7 @@ def test_batches_of_several_collections_become_tables_and_a_rerun_batch_changes_
 
 
 @pytest.mark.parametrize("crash", [None, "at the markers", "at the rows", "compacting"])
-@pytest.mark.parametrize("path", ["merge", "rewrite"])
+@pytest.mark.parametrize("path", ["merge", "merge-many-markers", "rewrite"])
 def test_delta_keeps_deleted_keys_deleted_and_brings_re_inserted_keys_back(
     spark: Any, tmp_path: Path, path: str, crash: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
