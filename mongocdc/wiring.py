@@ -6,6 +6,7 @@ import contextlib
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, assert_never
 
@@ -250,9 +251,17 @@ def field_transforms(settings: Settings) -> FieldTransforms | None:
 
 
 def change_source(
-    settings: Settings, client: Client, rs_name: str | None, primary_watch: PrimaryWatch | None = None
+    settings: Settings,
+    client: Client,
+    rs_name: str | None,
+    primary_watch: PrimaryWatch | None = None,
+    *,
+    stop: threading.Event | None = None,
 ) -> ReadAheadSource[MongoChangeStreamSource]:
     """The change stream source of one partition, read one batch ahead of the streaming loop.
+
+    ``stop`` (the task's) is honoured while the stream retries a server that is gone: the streaming loop is not held
+    up by the reader, and the retries' waits end (their attempts fail at once on the released client).
 
     With a capture mode that relies on stored pre- or post-images, each captured collection
     without ``changeStreamPreAndPostImages`` gets a warning at start naming the ``collMod``
@@ -284,6 +293,7 @@ def change_source(
         batch_size=settings.max_batch_size,
         rs_name=rs_name,
         backoff=backoff(settings),
+        sleep=time.sleep if stop is None else _stop_aware_sleep(stop),
         include=settings.is_collection_included,
         primary_watch=primary_watch,
         transforms=field_transforms(settings),
@@ -294,7 +304,18 @@ def change_source(
         oversize_mode=settings.cursor_oversize_handling_mode,
     )
     # Read one batch ahead of the streaming loop: the server's next getMore overlaps with our work.
-    return ReadAheadSource(stream, limit=settings.max_batch_size, name=f"change stream {rs_name or settings.name}")
+    return ReadAheadSource(
+        stream, limit=settings.max_batch_size, name=f"change stream {rs_name or settings.name}", stop=stop
+    )
+
+
+def _stop_aware_sleep(stop: threading.Event) -> Callable[[float], None]:
+    """A retry's wait that ends when ``stop`` is set."""
+
+    def sleep(seconds: float) -> None:
+        stop.wait(seconds)
+
+    return sleep
 
 
 def snapshot_fetch_size(settings: Settings) -> int:
@@ -514,7 +535,7 @@ def connector_task(
     from mongocdc.engine.streaming import StreamOptions
     from mongocdc.sources.mongo.scan import CollectionScanner, captured_collections
 
-    source = change_source(settings, client, rs, primary_watch)
+    source = change_source(settings, client, rs, primary_watch, stop=stop)
     include = snapshot_include(settings)
     transforms = field_transforms(settings)
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 from mongocdc.events.position import Position
-from mongocdc.sources.base import ChangeSource, StreamItem
+from mongocdc.sources.base import ChangeSource, Idle, StreamItem
 
 log = logging.getLogger("mongocdc.mongo.read_ahead")
 
@@ -141,11 +141,25 @@ class ReadAheadSource(Generic[S]):
     ``buffered`` hands over item by item), up to :data:`RUN_ITEMS`.
     """
 
-    def __init__(self, inner: S, *, limit: int, name: str = "change stream", join_timeout_s: float = 30.0) -> None:
+    STOP_CHECK_S = 0.2
+    """How often :meth:`next`, waiting for the reader, looks at ``stop``."""
+    STOPPED_JOIN_S = 1.0
+    """How long :meth:`close` waits for the reader once ``stop`` is set (it may be retrying a gone server)."""
+
+    def __init__(
+        self,
+        inner: S,
+        *,
+        limit: int,
+        name: str = "change stream",
+        join_timeout_s: float = 30.0,
+        stop: threading.Event | None = None,
+    ) -> None:
         self._inner = inner
         self._limit = limit
         self._name = name
         self._join_timeout_s = join_timeout_s
+        self._stop = stop
         self._handoff: _Handoff | None = None
         self._thread: threading.Thread | None = None
         self._position: Position | None = None
@@ -185,11 +199,19 @@ class ReadAheadSource(Generic[S]):
                 return
 
     def next(self) -> StreamItem:
+        """The next item; once ``stop`` is set, an ``Idle`` at the caller's position when the reader has nothing in
+        hand: a reader retrying a server that is gone (``connect.max.attempts``: minutes) does not hold the stop up."""
         taken = self._taken
         if not taken:
-            if self._handoff is None:
+            handoff = self._handoff
+            if handoff is None:
                 raise RuntimeError("open() the source first")
-            taken.extend(self._handoff.get())
+            stop = self._stop
+            if stop is not None and self._position is not None:
+                while not handoff.wait_ready(self.STOP_CHECK_S):
+                    if stop.is_set():
+                        return Idle(self._position)
+            taken.extend(handoff.get())
         item = taken.popleft()
         self._position = item.position
         return item
@@ -218,7 +240,8 @@ class ReadAheadSource(Generic[S]):
         if self._handoff is not None:
             self._handoff.closed.set()
         if self._thread is not None:
-            self._thread.join(self._join_timeout_s)
+            stopping = self._stop is not None and self._stop.is_set()
+            self._thread.join(min(self._join_timeout_s, self.STOPPED_JOIN_S) if stopping else self._join_timeout_s)
             if self._thread.is_alive():
                 log.warning(
                     "the %s reader did not stop within %.0f s; closing its stream under it",

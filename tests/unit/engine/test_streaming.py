@@ -319,3 +319,48 @@ def test_a_resumed_stream_logs_its_whole_resume_token_as_hex(tmp_path: Path, cap
     messages = [r.getMessage() for r in caplog.records]
     assert f"resuming c1/rs0 after sec=1005 ord=1, resume token {data}" in messages
     assert "starting c1/rs1 at sec=1006 ord=2 (no resume token)" in messages
+
+
+class GoneServerSource(ScriptedSource):
+    """Replays its history, then blocks as a change stream retrying a server that is gone (minutes of attempts)."""
+
+    def __init__(self, history: list[dict[str, Any]], stop: threading.Event) -> None:
+        super().__init__(history, stop)
+        self.retrying = threading.Event()
+        self.released = threading.Event()
+
+    def next(self) -> Any:
+        if self.index >= len(self.items):
+            self.retrying.set()
+            self.released.wait(60)
+        return super().next()
+
+
+def test_a_graceful_stop_commits_and_returns_while_the_reader_retries_a_gone_server(tmp_path: Path) -> None:
+    """The task's stop is honoured while the read-ahead reader is stuck in its retries: the loop is not held up."""
+    import time
+
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    store = SqliteOffsetStore(tmp_path / "offsets.db")
+    stop = threading.Event()
+    inner = GoneServerSource([change(i) for i in range(4)], stop)
+    source = ReadAheadSource(inner, limit=16, stop=stop)
+    sink = RecordingSink()
+    threading.Thread(target=lambda: inner.retrying.wait(10) and stop.set(), daemon=True).start()
+    started = time.monotonic()
+    try:
+        StreamingTask(
+            source,  # type: ignore[arg-type]
+            sink,
+            store,
+            EnvelopeCodec("app"),
+            StreamOptions(connector="c1", partition="rs0", flush_interval_s=3600),
+            stop=stop,
+            wall_clock_ms=lambda: 42,
+        ).run()
+    finally:
+        inner.released.set()
+    assert time.monotonic() - started < 10
+    assert keys_of(sink) == list(range(4))
+    assert SourceOffset.from_record(store.load("c1", "rs0") or {}).position.sec == 1003  # the last change committed

@@ -305,3 +305,54 @@ def test_caught_up_when_nothing_more_came_within_the_linger() -> None:
     inner.gates[2].set()
     source.close()
     timer.join()
+
+
+class RetryingSource(ScriptedSource):
+    """After its script, ``next`` blocks as a stream retrying a server that is gone does (minutes of attempts)."""
+
+    def __init__(self, script: list[object]) -> None:
+        super().__init__(script)
+        self.gone = threading.Event()
+        self.released = threading.Event()
+
+    def next(self) -> Item:
+        if not self.script:
+            self.gone.set()
+            self.released.wait(30)
+        return super().next()
+
+
+def test_a_stop_is_not_held_up_by_a_reader_retrying_a_gone_server() -> None:
+    from mongocdc.sources.base import Idle
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    stop = threading.Event()
+    inner = RetryingSource([Item(7)])
+    source = ReadAheadSource(inner, limit=8, stop=stop)
+    source.open(None)
+    try:
+        assert source.next().position == 7
+        assert inner.gone.wait(10)
+        stop.set()
+        started = time.monotonic()
+        item = source.next()  # nothing will come: an idle item at the caller's position, so the loop sees the stop
+        assert isinstance(item, Idle) and item.position == 7
+        source.close()  # the reader is not waited for a join_timeout_s
+        assert time.monotonic() - started < ReadAheadSource.STOPPED_JOIN_S + 2
+        assert inner.closed
+    finally:
+        inner.released.set()
+
+
+def test_until_the_stop_next_waits_for_a_reader_that_retries() -> None:
+    from mongocdc.sources.read_ahead import ReadAheadSource
+
+    stop = threading.Event()
+    inner = RetryingSource([Item(1)])
+    source = ReadAheadSource(inner, limit=8, stop=stop)
+    source.open(None)
+    assert source.next().position == 1
+    assert inner.gone.wait(10)
+    threading.Timer(0.5, inner.released.set).start()
+    assert source.next().position == 2  # the reader's next item, once its retries ended (no idle item before)
+    source.close()
