@@ -413,6 +413,27 @@ def test_heartbeats_keep_coming_from_the_new_owner_of_a_moved_task_and_its_offse
         fleet.close()
 
 
+def kafka_signals(db: str) -> dict[str, Any]:
+    """Settings of a connector that streams only (no snapshot) and takes signals from the ``kafka`` channel too."""
+    return {
+        "snapshot.mode": "no_data",
+        "signal.data.collection": f"{db}.signals",
+        "signal.enabled.channels": "source,kafka",
+        "signal.poll.interval.ms": 200,
+        "collection.exclude.list": f"{db}\\.signals",
+    }
+
+
+def snapshot_reads(bootstrap: str, topic: str) -> Counter[int]:
+    """How many times each integer ``_id`` of ``topic`` was read by a snapshot (``op: r``)."""
+    found: Counter[int] = Counter()
+    for msg in read_topic(bootstrap, topic, timeout=30):
+        key, value = decode(msg)
+        if (value or {}).get("op") == "r":
+            found[json.loads(key["id"])] += 1
+    return found
+
+
 def test_a_kafka_signal_sent_after_its_task_moved_runs_once_on_the_new_owner_and_one_handled_before_never_again(
     tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
 ) -> None:
@@ -424,24 +445,13 @@ def test_a_kafka_signal_sent_after_its_task_moved_runs_once_on_the_new_owner_and
         cluster,
         kafka_bootstrap,
         db,
-        **{
-            "snapshot.mode": "no_data",
-            "signal.data.collection": f"{db}.signals",
-            "signal.enabled.channels": "source,kafka",
-            "signal.poll.interval.ms": 200,
-            "incremental.snapshot.chunk.size": 50,
-            "collection.exclude.list": f"{db}\\.signals",
-        },
+        **kafka_signals(db),
+        **{"incremental.snapshot.chunk.size": 50},
     )
     big = f"{fleet.prefix}.{db}.big"
 
     def reads() -> Counter[int]:
-        found: Counter[int] = Counter()
-        for msg in read_topic(kafka_bootstrap, big, timeout=30):
-            key, value = decode(msg)
-            if (value or {}).get("op") == "r":
-                found[json.loads(key["id"])] += 1
-        return found
+        return snapshot_reads(kafka_bootstrap, big)
 
     def send(signal_id: str, *args: str) -> None:
         sent = run_cli(
@@ -494,23 +504,12 @@ def test_each_task_keeps_its_own_kafka_signal_position_a_signal_the_others_handl
             kafka_bootstrap,
             db,
             **RETRY_BUDGET,
-            **{
-                "snapshot.mode": "no_data",
-                "signal.data.collection": f"{db}.signals",
-                "signal.enabled.channels": "source,kafka",
-                "signal.poll.interval.ms": 200,
-                "collection.exclude.list": f"{db}\\.signals",
-            },
+            **kafka_signals(db),
         )
         big = f"{fleet.prefix}.{db}.big"
 
         def reads() -> Counter[int]:
-            found: Counter[int] = Counter()
-            for msg in read_topic(kafka_bootstrap, big, timeout=30):
-                key, value = decode(msg)
-                if (value or {}).get("op") == "r":
-                    found[json.loads(key["id"])] += 1
-            return found
+            return snapshot_reads(kafka_bootstrap, big)
 
         def completed(partition: str) -> str | None:
             return (fleet.stored().get(partition) or {}).get("incremental_snapshot_completed")
