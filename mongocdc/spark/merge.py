@@ -66,20 +66,11 @@ from pyspark.sql.types import (
 )
 
 from mongocdc.spark import columns
+from mongocdc.spark.schema_text import COLLECTION_COLUMNS as COLLECTION_COLUMNS
+from mongocdc.spark.schema_text import META_COLUMNS as META_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-META_COLUMNS: tuple[str, ...] = (
-    "_key",
-    "_op",
-    "_ts_ms",
-    "_ord",
-    "_txn_order",
-    "_kafka_partition",
-    "_kafka_offset",
-)
-"""Columns every state row and change row carries besides the payload."""
 
 META_SCHEMA = StructType(
     [
@@ -94,7 +85,6 @@ META_SCHEMA = StructType(
 )
 
 DOCUMENT = "document"
-COLLECTION_COLUMNS = ("_db", "_collection")
 DATA_OPS = ("c", "u", "r", "d")
 
 _SOURCE = StructType(

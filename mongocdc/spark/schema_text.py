@@ -42,7 +42,7 @@ TYPES_HINT = (
     "types: STRING, BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), DATE, TIMESTAMP, "
     "TIMESTAMP_NTZ, BINARY, ARRAY<type>, MAP<STRING, type>, STRUCT<name: type, …>"
 )
-RESERVED = (
+META_COLUMNS: tuple[str, ...] = (
     "_key",
     "_op",
     "_ts_ms",
@@ -50,11 +50,13 @@ RESERVED = (
     "_txn_order",
     "_kafka_partition",
     "_kafka_offset",
-    "_db",
-    "_collection",
-    "_batch_id",
 )
-"""The tables' and changelogs' own columns (``merge.META_COLUMNS``, ``merge.COLLECTION_COLUMNS``, the changelog's
+"""Columns every state row and change row carries besides the payload (``merge``'s; kept here, where no Spark is
+imported, so that a schema can be checked before Spark starts)."""
+COLLECTION_COLUMNS = ("_db", "_collection")
+"""The columns that name a row's collection in a table of several."""
+RESERVED = (*META_COLUMNS, *COLLECTION_COLUMNS, "_batch_id")
+"""The tables' and changelogs' own columns (``META_COLUMNS``, ``COLLECTION_COLUMNS``, the changelog's
 ``_batch_id``); ``_mongocdc_…`` names are the job's too. Spark compares names without case."""
 
 
