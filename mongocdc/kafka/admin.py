@@ -187,29 +187,30 @@ class KafkaAdmin(KafkaClient):
             if tp.offset >= 0 and tp.error is None
         }
 
-    def group_state(self, group: str) -> GroupState:
+    def _describe_group(self, group: str) -> Any | None:
+        """The group's description, ``None`` when the group does not exist."""
         self.check()
         future = self._client.describe_consumer_groups([group], request_timeout=self.timeout_s)[group]
         try:
-            described = self._result(future, f"describing group {group}")
+            return self._result(future, f"describing group {group}")
         except MongocdcError as exc:
             if code_of(exc.__cause__) == KafkaError.GROUP_ID_NOT_FOUND:
-                return GroupState("DEAD", 0)
+                return None
             raise
+
+    def group_state(self, group: str) -> GroupState:
+        described = self._describe_group(group)
+        if described is None:
+            return GroupState("DEAD", 0)
         state = getattr(described.state, "name", str(described.state))
         return GroupState(state, len(described.members or []))
 
     def group_members(self, group: str, topic: str) -> tuple[str, list[GroupMember]]:
         """The group's state (``STABLE``, ``PREPARING_REBALANCE``, ``EMPTY``, ``DEAD`` when it does not exist…) and
         its members, each with the partitions of ``topic`` assigned to it."""
-        self.check()
-        future = self._client.describe_consumer_groups([group], request_timeout=self.timeout_s)[group]
-        try:
-            described = self._result(future, f"describing group {group}")
-        except MongocdcError as exc:
-            if code_of(exc.__cause__) == KafkaError.GROUP_ID_NOT_FOUND:
-                return "DEAD", []
-            raise
+        described = self._describe_group(group)
+        if described is None:
+            return "DEAD", []
         members = []
         for member in described.members or []:
             assignment = getattr(member, "assignment", None)

@@ -94,10 +94,12 @@ def latest_definitions(tasks: Mapping[int, TaskDefinition]) -> dict[str, TaskDef
     return by_partition
 
 
-class TasksTopic:
-    """The tasks topic of a group: read, created with the first tasks, grown by a task, a task removed."""
+class _GroupTopic:
+    """A topic of a worker group's own (tasks, status): its client settings, endpoint and admin client."""
 
-    def __init__(self, settings: Mapping[str, Any], topic: str, *, group_id: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, settings: Mapping[str, Any], topic: str, *, purpose: str, access: str, timeout_s: float) -> None:
+        """``purpose``: what the topic is, for errors (``tasks topic``); ``access``: the grants it needs and the
+        setting that names it, for the hint of an authorization error."""
         self.topic = topic
         self._settings = dict(settings)
         self.timeout_s = timeout_s
@@ -105,9 +107,17 @@ class TasksTopic:
             settings,
             servers="kafka.bootstrap.servers (or --bootstrap-servers)",
             access_hint=f"grant the mongocdc principal read, write, create and describe on topic {topic} "
-            f"(group.tasks.topic), read on group {group_id}, or check the kafka.sasl.* settings",
+            f"{access}, or check the kafka.sasl.* settings",
         )
-        self._admin = KafkaAdmin(settings, self.endpoint, purpose=f"tasks topic {topic}", timeout_s=timeout_s)
+        self._admin = KafkaAdmin(settings, self.endpoint, purpose=f"{purpose} {topic}", timeout_s=timeout_s)
+
+
+class TasksTopic(_GroupTopic):
+    """The tasks topic of a group: read, created with the first tasks, grown by a task, a task removed."""
+
+    def __init__(self, settings: Mapping[str, Any], topic: str, *, group_id: str, timeout_s: float = 30.0) -> None:
+        access = f"(group.tasks.topic), read on group {group_id}"
+        super().__init__(settings, topic, purpose="tasks topic", access=access, timeout_s=timeout_s)
 
     def exists(self) -> bool:
         return self._admin.partitions(self.topic) is not None
@@ -198,7 +208,7 @@ class TasksTopic:
         return self._admin
 
 
-class StatusTopic:
+class StatusTopic(_GroupTopic):
     """Where the workers of a group say each task's state (``RUNNING``, ``UNASSIGNED``, ``FAILED`` with its error), as
     Kafka Connect's ``status.storage.topic``: compacted, one record per connector and task, the latest counts.
 
@@ -207,16 +217,7 @@ class StatusTopic:
     """
 
     def __init__(self, settings: Mapping[str, Any], topic: str, *, group_id: str, timeout_s: float = 30.0) -> None:
-        self.topic = topic
-        self._settings = dict(settings)
-        self.timeout_s = timeout_s
-        self.endpoint = Endpoint.of(
-            settings,
-            servers="kafka.bootstrap.servers (or --bootstrap-servers)",
-            access_hint=f"grant the mongocdc principal read, write, create and describe on topic {topic} "
-            "(status.storage.topic), or check the kafka.sasl.* settings",
-        )
-        self._admin = KafkaAdmin(settings, self.endpoint, purpose=f"status topic {topic}", timeout_s=timeout_s)
+        super().__init__(settings, topic, purpose="status topic", access="(status.storage.topic)", timeout_s=timeout_s)
         self._producer: KafkaProducer | None = None
 
     def ensure(self) -> None:
