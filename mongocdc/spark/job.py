@@ -41,7 +41,15 @@ from mongocdc import __version__
 from mongocdc.errors import SparkJobError
 from mongocdc.spark import merge as m
 from mongocdc.spark.options import JobOptions, changelog_path
-from mongocdc.spark.sinks import BatchSize, Compaction, HadoopFs, TableRows, append_changelog, state_table
+from mongocdc.spark.sinks import (
+    BatchSize,
+    Compaction,
+    HadoopFs,
+    Snapshots,
+    TableRows,
+    append_changelog,
+    state_table,
+)
 
 log = logging.getLogger("mongocdc.spark")
 
@@ -71,6 +79,8 @@ class BatchApplier:
     applied: dict[str, int] = field(default_factory=dict)
     """Change events applied per ``<db>.<collection>`` by this process."""
     compaction: Compaction | None = None
+    snapshots: Snapshots | None = None
+    """Loads each Delta table's new version after the job's commits (``sinks.Snapshots``; with ``compaction``)."""
     table_rows: TableRows = field(default_factory=TableRows)
     """Row-count bounds of the Delta tables this job writes (``sinks.TableRows``)."""
     doing: tuple[int, float, str] | None = None
@@ -85,7 +95,8 @@ class BatchApplier:
         if self.schema is None and self.options.columns:
             self.schema = m.parse_schema(self.options.columns)
         if self.compaction is None:
-            self.compaction = Compaction(self.spark)
+            self.snapshots = Snapshots(self.spark)
+            self.compaction = Compaction(self.spark, snapshots=self.snapshots)
 
     @property
     def payload(self) -> StructType:
@@ -474,6 +485,8 @@ def run(
         raise
     finally:
         logging.getLogger("py4j.clientserver").removeFilter(quiet)
+        if applier.snapshots is not None:
+            applier.snapshots.wait()
     progress_log.write_job("stopped" if summary.stopped_by_signal or not options.once else "finished")
     return summary
 

@@ -26,7 +26,22 @@ def applier(spark: Any, tmp_path: Path, table_format: str, **options: Any) -> tu
         table_format=TableFormat(table_format),
         **options,
     )
-    return BatchApplier(spark, job), warehouse
+    apply = BatchApplier(spark, job)
+    _appliers.append(apply)
+    return apply, warehouse
+
+
+_appliers: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _loads_end_with_their_test() -> Any:
+    """The appliers' background loads of their tables' new versions end before the next test (which may count
+    Spark's work)."""
+    yield
+    for apply in _appliers:
+        apply.snapshots.wait()
+    _appliers.clear()
 
 
 def take_delta_path(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
@@ -343,8 +358,10 @@ def test_a_batch_like_the_last_one_compiles_no_code_again(
 
     for n in range(1, 3):
         apply(batch(n), n)
+    apply.snapshots.wait()  # the loads of the tables' new versions (``sinks.Snapshots``) count with their batch
     compiled = codegen.METRIC_COMPILATION_TIME().getCount()
     apply(batch(3), 3)
+    apply.snapshots.wait()
     assert codegen.METRIC_COMPILATION_TIME().getCount() - compiled == 0
 
 
@@ -393,6 +410,46 @@ def test_delta_tables_of_a_long_stream_of_small_batches_are_compacted(
     apply(records(spark, [t.add(envelope("u", 2, {"v": 9}, ts_ms=2000))]), 6)
     assert compactions(rows) == 1  # the rewrite started the count again: one small write since, not three
     assert compactions(changes) == 2  # the changelog's writes 6 and 7 are appends like any other
+
+
+@pytest.mark.parametrize("path", ["merge", "rewrite"])
+def test_each_commit_loads_the_tables_new_version_in_the_background(
+    spark: Any, tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After each commit (the first write, a MERGE, a rewrite, a changelog append) the job loads the table's new
+    version on a thread of its own, so the next batch's MERGE finds its state read; the load reads the version
+    just committed, and the job waits for the loads before it ends."""
+    from delta.tables import DeltaTable
+
+    from mongocdc.spark.options import changelog_path, table_path
+
+    take_delta_path(monkeypatch, path)
+    apply, warehouse = applier(spark, tmp_path, "delta", changelog=True)
+    rows, changes = table_path(warehouse, "shop", "orders"), changelog_path(warehouse, "shop", "orders")
+    t = Topic("it.shop.orders")
+    for n in range(3):
+        batch = [t.add(envelope("c", 10 * n + k, {"v": n}, ts_ms=1000 + n)) for k in range(3)]
+        apply(records(spark, [*batch, t.add(envelope("d", 10 * n, None, ts_ms=2000 + n))]), n)
+        assert set(apply.snapshots.loading) == {rows, changes}
+        loaded = {table: future.result(timeout=120) for table, future in apply.snapshots.loading.items()}
+        for table in (rows, changes):
+            assert loaded[table] == DeltaTable.forPath(spark, table).detail().collect()[0]["numFiles"]
+    apply.snapshots.wait()
+    assert apply.snapshots.loading == {}
+
+
+def test_a_load_that_fails_costs_the_next_batch_the_work_and_fails_nothing(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mongocdc.spark import sinks
+
+    snapshots = sinks.Snapshots(spark)
+    path = str(tmp_path / "not-a-delta-table")
+    snapshots.committed(path)
+    with caplog.at_level("DEBUG", logger="mongocdc.spark.sinks"):
+        snapshots.wait()
+    assert f"loading the newest version of {path} failed" in caplog.text
+    assert snapshots.loading == {}
 
 
 def test_a_compaction_that_fails_is_logged_and_tried_again_after_the_next_write(
