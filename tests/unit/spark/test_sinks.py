@@ -210,8 +210,8 @@ def test_delta_keeps_deleted_keys_deleted_and_brings_re_inserted_keys_back(
         assert documents(read_table(spark, table)) == want, f"after batch {number}"
         # markers are written aside while the rows are, and nothing of a crashed attempt stays there
         assert sinks.HadoopFs(spark).names(f"{deleted_path(warehouse, 'shop', 'orders')}/{sinks.STAGED_DIR}") == []
-    # markers: the batches with a delete newer than its key's markers (the MERGE), with a delete (the
-    # rewrite: these are the same batches here); rows: every batch after the first
+    # markers: the batches with a delete (both paths append every delete of a batch); rows: every batch after the
+    # first
     assert crashes == {None: 0, "at the markers": 4, "at the rows": len(batches) - 1}[crash]
     assert real_merge is DeltaMergeBuilder.execute
     marker_files = sinks.MarkerFiles(spark, deleted_path(warehouse, "shop", "orders"))
@@ -221,8 +221,7 @@ def test_delta_keeps_deleted_keys_deleted_and_brings_re_inserted_keys_back(
         assert sorted(marker_keys) == [1, 2]
         assert len(marker_files.files) == 1
     else:
-        # appended: each delete newer than its key's markers (1's first delete, its replay at a later
-        # offset, its last delete); the rewrite appends every delete, the same ones here
+        # appended: every delete of a batch (1's first delete, its replay at a later offset, its last delete; 2's)
         assert sorted(marker_keys) == [1, 1, 1, 2]
 
 
