@@ -122,11 +122,7 @@ class BatchApplier:
         try:
             counts = (
                 changes.groupBy(*m.COLLECTION_COLUMNS)
-                .agg(
-                    F.count(F.lit(1)).alias("count"),
-                    F.count(F.when(F.col("_op") == "d", 1)).alias("deletes"),
-                    F.max("_ts_ms").alias("newest"),
-                )
+                .agg(*map(F.expr, ("count(1) AS count", "count_if(_op = 'd') AS deletes", "max(_ts_ms) AS newest")))
                 .collect()
             )
             total = sum(int(row["count"]) for row in counts)

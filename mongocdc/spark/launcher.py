@@ -53,6 +53,9 @@ JOB_CONF = {
     # Spark's default cache of 100 every batch compiled about 70 of them again and the JIT warmed them up
     # again: a third of a 100 k batch's CPU time
     "spark.sql.codegen.cache.maxEntries": "1000",
+    # PySpark records the Python call site of every DataFrame and Column call in the JVM, for error messages: four
+    # to five more Py4J round trips per call. A micro-batch builds its queries anew with a few hundred such calls.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 LOCAL_CONF = {
     # one machine: shuffles are already one partition per core, and re-planning between the stages of

@@ -52,6 +52,7 @@ apart from the table analysts read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
@@ -119,13 +120,13 @@ def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFra
     ``_db``, ``_collection``, the meta columns and ``document`` (null for deletes, and for
     updates without a full document).
     """
-    rows = records.where(F.col("value").isNotNull())
+    rows = records.where("value IS NOT NULL")
     if skip_topics:
         rows = rows.where(~F.col("topic").rlike(f"^(?:{skip_topics})$"))
-    # Built from SQL expressions: one call per projection instead of one per column function (a
-    # micro-batch builds this plan anew, and the Python calls were most of building it).
-    # The envelopes are parsed in a generator, so the filters below (which Spark pushes through
-    # plain projections, copying the expressions they use) cannot make it parse a record again.
+    # Built from SQL expressions, in as few calls as the plan allows: a micro-batch builds this plan anew, and
+    # each call is a round trip to the JVM and an analysis of the plan.
+    # The envelopes are parsed in a generator, so the filter at the end (which Spark pushes through the
+    # projection, copying the expressions it uses) cannot make it parse a record again.
     envelopes = rows.selectExpr(
         "partition",
         "offset",
@@ -143,37 +144,25 @@ def parse_records(records: DataFrame, skip_topics: str | None = None) -> DataFra
         """
         return f"CASE WHEN value.payload IS NOT NULL THEN value.payload.{path} ELSE value.{path} END"
 
-    parsed = envelopes.selectExpr(
-        "partition",
-        "offset",
-        f"{field('op')} AS op",
-        f"{field('source.db')} AS db",
-        f"{field('source.collection')} AS collection",
-        f"{field('source.ts_ms')} AS ts_ms",
-        f"{field('source.ord')} AS ord",
-        f"{field('transaction.total_order')} AS txn_order",
-        f"{field('after')} AS after",
-        "coalesce(key.payload.id, key.id) AS k",
-        "cluster_time.t AS cluster_s",
-        "cluster_time.i AS cluster_i",
-    )
-    ops = ", ".join(f"'{op}'" for op in DATA_OPS)
-    changes = parsed.where(f"op IN ({ops}) AND k IS NOT NULL AND db IS NOT NULL AND collection IS NOT NULL")
-    return changes.selectExpr(
-        "db AS _db",
-        "collection AS _collection",
-        "k AS _key",
-        "op AS _op",
+    op = field("op")
+    changes = envelopes.selectExpr(
+        f"{field('source.db')} AS _db",
+        f"{field('source.collection')} AS _collection",
+        "coalesce(key.payload.id, key.id) AS _key",
+        f"{op} AS _op",
         # a record with mongocdc's cluster time header: the last millisecond of its cluster second, and its
         # increment (the module's docstring); else source.ts_ms and source.ord
-        "CAST(CASE WHEN cluster_s IS NOT NULL THEN cluster_s * 1000 + 999 ELSE coalesce(ts_ms, 0) END AS BIGINT)"
-        " AS _ts_ms",
-        "CAST(CASE WHEN cluster_s IS NOT NULL THEN cluster_i ELSE coalesce(ord, 0) END AS BIGINT) AS _ord",
-        "CAST(coalesce(txn_order, 0) AS BIGINT) AS _txn_order",
+        "CAST(CASE WHEN cluster_time.t IS NOT NULL THEN cluster_time.t * 1000 + 999"
+        f" ELSE coalesce({field('source.ts_ms')}, 0) END AS BIGINT) AS _ts_ms",
+        "CAST(CASE WHEN cluster_time.t IS NOT NULL THEN cluster_time.i"
+        f" ELSE coalesce({field('source.ord')}, 0) END AS BIGINT) AS _ord",
+        f"CAST(coalesce({field('transaction.total_order')}, 0) AS BIGINT) AS _txn_order",
         "CAST(partition AS INT) AS _kafka_partition",
         "CAST(offset AS BIGINT) AS _kafka_offset",
-        f"CASE WHEN op = 'd' THEN CAST(NULL AS STRING) ELSE after END AS {DOCUMENT}",
+        f"CASE WHEN {op} = 'd' THEN CAST(NULL AS STRING) ELSE {field('after')} END AS {DOCUMENT}",
     )
+    data_ops = ", ".join(f"'{o}'" for o in DATA_OPS)
+    return changes.where(f"_op IN ({data_ops}) AND _key IS NOT NULL AND _db IS NOT NULL AND _collection IS NOT NULL")
 
 
 PARTIAL = "_mongocdc_partial"
@@ -192,20 +181,32 @@ def _cluster_time_sql(columns: list[str]) -> str:
     return f"from_json(CAST({header} AS STRING), 'STRUCT<`$timestamp`: STRUCT<t: BIGINT, i: BIGINT>>').`$timestamp`"
 
 
-def applicable(changes: DataFrame) -> DataFrame:
+def applicable(changes: DataFrame, columns: Sequence[str] | None = None) -> DataFrame:
     """The changes that decide a key's state: deletes, and c/u/r that carry the whole document.
 
     An update without ``after`` (``capture.mode=change_streams``, or a look-up that found the
     document already deleted) cannot rebuild the document; the delete that follows decides.
     Typed rows say it in their own column: a filter on ``document`` there would make Spark add the
     column back below the projection, and the plan would no longer be the one the job cached (each
-    collection's merge then read and parsed the batch from Kafka again).
+    collection's merge then read and parsed the batch from Kafka again). ``columns``: the columns of
+    ``changes`` when the caller knows them (asking the DataFrame is a round trip to the JVM).
     """
-    if DOCUMENT in changes.columns:
-        return changes.where((F.col("_op") == "d") | F.col(DOCUMENT).isNotNull())
-    if PARTIAL in changes.columns:
-        return changes.where(~F.col(PARTIAL))
-    return changes
+    condition = applicable_sql(changes.columns if columns is None else columns)
+    return changes if condition is None else changes.where(condition)
+
+
+def applicable_sql(columns: Sequence[str]) -> str | None:
+    """:func:`applicable`'s condition as SQL for rows with these columns (``None``: every row)."""
+    if DOCUMENT in columns:
+        return f"_op = 'd' OR {DOCUMENT} IS NOT NULL"
+    if PARTIAL in columns:
+        return f"NOT {PARTIAL}"
+    return None
+
+
+def quoted(name: str) -> str:
+    """A column's name for a SQL expression (a typed column's name may hold a dot, read bare as a struct's field)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def parse_schema(text: str) -> StructType:
@@ -256,13 +257,20 @@ def rank(src: int, unique: bool) -> Column:
     micro-batch (a Kafka micro-batch also reads the same offset ranges again), and local
     DataFrames are fixed.
     """
+    return F.expr(rank_sql(src, unique))
+
+
+def rank_sql(src: int, unique: bool) -> str:
+    """:func:`rank` as a SQL expression."""
     rid = "monotonically_increasing_id()" if unique else "CAST(0 AS BIGINT)"
-    return F.expr(f"named_struct('position', {_position_sql()}, 'src', {int(src)}, 'rid', {rid})")
+    return f"named_struct('position', {_position_sql()}, 'src', {int(src)}, 'rid', {rid})"
 
 
-def key_columns(df: DataFrame) -> list[str]:
-    """What identifies a document: ``_key``, within its collection when the collection columns are there."""
-    return [c for c in (*COLLECTION_COLUMNS, "_key") if c in df.columns]
+def key_columns(df: DataFrame, columns: Sequence[str] | None = None) -> list[str]:
+    """What identifies a document: ``_key``, within its collection when the collection columns are there
+    (``columns``: those of ``df``, when the caller knows them)."""
+    names = df.columns if columns is None else columns
+    return [c for c in (*COLLECTION_COLUMNS, "_key") if c in names]
 
 
 class Decision:
@@ -319,7 +327,13 @@ ROW = "_mongocdc_row"
 
 
 def winning_changes(
-    markers: DataFrame | None, changes: DataFrame, *, semi_join: bool = True, broadcast: bool = True
+    markers: DataFrame | None,
+    changes: DataFrame,
+    *,
+    semi_join: bool = True,
+    broadcast: bool = True,
+    columns: Sequence[str] | None = None,
+    output: Sequence[str] | None = None,
 ) -> DataFrame:
     """What :meth:`Decision.applied` gives for a state of delete markers only, in one aggregate.
 
@@ -329,23 +343,34 @@ def winning_changes(
     MERGE, shuffling its documents once costs less than the narrow aggregate's broadcast and the join back
     (a Spark job each, and their planning, per batch). ``semi_join``: only the markers of the batch's keys
     enter the aggregate (a broadcast of the keys, one job more; worth it when the markers are many).
+    ``columns``: those of ``changes`` when the caller knows them; ``output``: the columns of the result (all
+    of the changes' by default).
+
+    Built from SQL expressions, a few calls in all: the job plans this anew for every batch, and each call
+    is a round trip to the JVM and an analysis of the plan.
     """
-    batch = applicable(changes).withColumn(RANK, rank(0, unique=True))
-    keys = key_columns(batch)
-    others = [c for c in batch.columns if c not in keys and c != RANK]
-    # (quoted: a typed column's name may hold a dot, which a bare name would read as a struct's field)
-    rows = batch.select(*keys, RANK, F.struct(*[F.col(f"`{c}`") for c in others]).alias(ROW))
+    names = list(changes.columns if columns is None else columns)
+    keys = [c for c in (*COLLECTION_COLUMNS, "_key") if c in names]
+    others = [c for c in names if c not in keys]
+    condition = applicable_sql(names)
+    batch = changes if condition is None else changes.where(condition)
+    rows = batch.selectExpr(
+        *map(quoted, keys),
+        f"{rank_sql(0, unique=True)} AS {RANK}",
+        f"struct({', '.join(map(quoted, others))}) AS {ROW}",
+    )
     if markers is not None:
-        row_type = rows.schema[ROW].dataType
-        ranked = markers.select(*keys, rank(1, unique=False).alias(RANK), F.lit(None).cast(row_type).alias(ROW))
+        # a marker has no row: the NULL takes the row's type in the union
+        ranked = markers.selectExpr(*map(quoted, keys), f"{rank_sql(1, unique=False)} AS {RANK}", f"NULL AS {ROW}")
         if semi_join:
             batch_keys = batch.select(*keys)
             ranked = ranked.join(F.broadcast(batch_keys) if broadcast else batch_keys, keys, "left_semi")
         rows = rows.unionByName(ranked)
     # the rank is unique within the batch (its row id) and a marker's never equals a change's (``src``), so the
     # newest row of a key is one; a marker's has no row
-    winners = rows.groupBy(*keys).agg(F.max_by(ROW, RANK).alias(ROW))
-    return winners.where(F.col(ROW).isNotNull()).select(*keys, *[F.col(f"{ROW}.`{c}`").alias(c) for c in others])
+    winners = rows.groupBy(*keys).agg(F.expr(f"max_by({ROW}, {RANK}) AS {ROW}")).where(f"{ROW} IS NOT NULL")
+    wanted = [c for c in (names if output is None else output) if c not in keys]
+    return winners.selectExpr(*map(quoted, keys), *[f"{ROW}.{quoted(c)} AS {quoted(c)}" for c in wanted])
 
 
 def merge(
@@ -369,7 +394,7 @@ def live_rows(state: DataFrame) -> DataFrame:
 
 def delete_markers(state: DataFrame) -> DataFrame:
     """The delete markers of a state, meta columns only."""
-    return state.where(F.col("_op") == "d").select(*META_COLUMNS)
+    return state.where("_op = 'd'").select(*META_COLUMNS)
 
 
 def unexpired(markers: DataFrame, expired_before: int | None) -> DataFrame:
@@ -415,4 +440,9 @@ def newer(left: str, right: str) -> Column:
 
     Strictly: on an equal position the existing row stays, so applying a batch again changes nothing.
     """
-    return position(left) > position(right)
+    return F.expr(newer_sql(left, right))
+
+
+def newer_sql(left: str, right: str) -> str:
+    """:func:`newer` as a SQL expression."""
+    return f"{_position_sql(left)} > {_position_sql(right)}"

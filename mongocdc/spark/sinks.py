@@ -261,11 +261,16 @@ class MarkerFiles:
             return None
         return self.spark.read.schema(m.META_SCHEMA).parquet(*[f"{self.path}/{name}" for name in self.files])
 
+    @property
+    def folds(self) -> bool:
+        """Whether the next :meth:`stage` folds the markers into one file (given the markers that still count)."""
+        return len(self.files) + 1 >= MARKER_FILES_MAX
+
     def stage(self, new: DataFrame | None, whole: DataFrame | None, expired_before: int | None = None) -> StagedMarkers:
         """Start writing the batch's markers ``new`` (``None``: it has none) in the background; with many
         files, the fold of ``whole`` (the markers that still count: what :meth:`read` returned and the
         batch's, or the part of them that won) instead, without the markers older than ``expired_before``."""
-        fold = whole is not None and len(self.files) + 1 >= MARKER_FILES_MAX
+        fold = whole is not None and self.folds
         markers = m.newest_markers(m.unexpired(whole, expired_before)) if fold and whole is not None else new
         staged = StagedMarkers(self, f"{self.path}/{STAGED_DIR}/{uuid.uuid4().hex}", fold)
         if markers is not None:
@@ -375,7 +380,6 @@ class DeltaTable:
         """Apply one batch of this collection's changes (``size``: counted by the caller)."""
         from delta.tables import DeltaTable as Delta
 
-        candidates = m.applicable(changes)
         has_rows = is_delta_table(HadoopFs(self.spark), self.path)
         broadcast = size.changes <= m.BROADCAST_MAX_ROWS
         marker_files = MarkerFiles(self.spark, self.deleted)
@@ -385,7 +389,7 @@ class DeltaTable:
             bounds = self.rows if self.rows is not None else TableRows()
             if bounds.choose_rewrite(self.path, size.changes, table.count):  # Delta counts from its statistics
                 bounds.forget(self.path)
-                self._rewrite(table, candidates, marker_files, markers, broadcast, size)
+                self._rewrite(table, m.applicable(changes), marker_files, markers, broadcast, size)
                 return
         # Only the batch's newest change per key, and only when newer than the key's delete marker, in
         # one aggregate of the batch and the markers (``merge.winning_changes``; only the markers of the
@@ -394,8 +398,7 @@ class DeltaTable:
         # Delta's MERGE copies this source once before it reads it twice (``materializeSource``, on for a source
         # that is not a Delta table): that copy is where the decision is computed, in the MERGE's first job.
         semi_join = marker_files.size > MARKERS_WHOLE_MAX_BYTES
-        decided = m.winning_changes(markers, candidates, semi_join=semi_join, broadcast=broadcast)
-        rows = decided.select(*self._columns)
+        rows = m.winning_changes(markers, changes, semi_join=semi_join, broadcast=broadcast, output=self._columns)
 
         def commit() -> None:
             if not has_rows:
@@ -403,22 +406,24 @@ class DeltaTable:
                     self.path
                 )
                 return
-            newer = m.newer("s", "t")
+            newer = m.newer_sql("s", "t")
             merge = (
                 Delta.forPath(self.spark, self.path)
                 .alias("t")
                 .merge(rows.alias("s"), "t._key = s._key")
-                .whenMatchedDelete(condition=(F.col("s._op") == "d") & newer)
-                .whenMatchedUpdateAll(condition=(F.col("s._op") != "d") & newer)
-                .whenNotMatchedInsertAll(condition=F.col("s._op") != "d")
+                .whenMatchedDelete(condition=f"s._op = 'd' AND {newer}")
+                .whenMatchedUpdateAll(condition=f"s._op <> 'd' AND {newer}")
+                .whenNotMatchedInsertAll(condition="s._op <> 'd'")
             )
             merge.execute()
 
         # all of the batch's deletes, winners or not (as a rewrite does): a marker older than its key's row or than
         # another marker decides nothing, and written from the cached batch it waits for no decision
-        new_markers = m.delete_markers(candidates)
-        whole = None if markers is None else markers.unionByName(new_markers)
-        marker_files.stage(new_markers if size.deletes else None, whole, size.expired_before).alongside(commit)
+        new_markers = m.delete_markers(changes) if size.deletes else None
+        whole = None
+        if markers is not None and marker_files.folds:
+            whole = markers if new_markers is None else markers.unionByName(new_markers)
+        marker_files.stage(new_markers, whole, size.expired_before).alongside(commit)
         if self.rows is not None:
             if has_rows:
                 self.rows.merged(self.path, size)
