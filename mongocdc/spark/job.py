@@ -298,6 +298,9 @@ class ProgressLog:
         self.base = job_dir(options.checkpoint)
         self.options = options
         self.seen: dict[int, bool] = {}
+        self.kept: list[str] | None = None
+        """The progress files there, oldest first (listed at the first report, then kept here: a listing per batch
+        was a round trip to the JVM per file)."""
         """Batch ids written, and whether their report had rows (an idle trigger reports the next id empty)."""
         self.started_at = datetime.now(UTC).isoformat()
         self.status = "starting"
@@ -340,14 +343,19 @@ class ProgressLog:
     def record(self, reports: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """Write the reports not written yet; return them."""
         new = [r for r in reports if self.is_new(r)]
+        if new and self.kept is None:  # the reports a run before this one left, listed once
+            self.kept = sorted(n for n in self.fs.names(f"{self.base}/progress") if n.endswith(".json"))
         for report in new:
             batch = int(report["batchId"])
             self.seen[batch] = bool(report.get("numInputRows"))
-            self.fs.write_text(f"{self.base}/progress/{batch:020d}.json", json.dumps(report) + "\n")
-        if new:
-            names = sorted(n for n in self.fs.names(f"{self.base}/progress") if n.endswith(".json"))
-            for old in names[: max(0, len(names) - KEEP_PROGRESS)]:
+            name = f"{batch:020d}.json"
+            self.fs.write_text(f"{self.base}/progress/{name}", json.dumps(report) + "\n")
+            if self.kept is not None and name not in self.kept[-1:]:
+                self.kept.append(name)
+        if self.kept is not None and len(self.kept) > KEEP_PROGRESS:
+            for old in self.kept[: len(self.kept) - KEEP_PROGRESS]:
                 self.fs.delete(f"{self.base}/progress/{old}")
+            del self.kept[: len(self.kept) - KEEP_PROGRESS]
         return new
 
 

@@ -422,11 +422,6 @@ def payload_schema(columns: StructType | None) -> StructType:
     return columns
 
 
-def position(alias: str | None = None) -> Column:
-    """A row's position without the tie-breakers (:func:`rank`'s first six fields), of ``alias`` when given."""
-    return F.expr(_position_sql(alias))
-
-
 def _position_sql(alias: str | None = None) -> str:
     q = f"{alias}." if alias else ""
     return (
@@ -435,14 +430,9 @@ def _position_sql(alias: str | None = None) -> str:
     )
 
 
-def newer(left: str, right: str) -> Column:
-    """The row ``left`` is strictly newer than the row ``right`` (aliases; a MERGE condition).
+def newer_sql(left: str, right: str) -> str:
+    """The row ``left`` is strictly newer than the row ``right`` (aliases; a MERGE condition, as SQL).
 
     Strictly: on an equal position the existing row stays, so applying a batch again changes nothing.
     """
-    return F.expr(newer_sql(left, right))
-
-
-def newer_sql(left: str, right: str) -> str:
-    """:func:`newer` as a SQL expression."""
     return f"{_position_sql(left)} > {_position_sql(right)}"

@@ -537,17 +537,20 @@ class Snapshots:
     """
 
     spark: SparkSession
-    loading: dict[str, Future[int]] = field(default_factory=dict)
+    loading: dict[str, list[Future[int]]] = field(default_factory=dict)
+    """The loads of each table not known to have ended (a table committed again within a load has two)."""
 
     def committed(self, path: str) -> None:
-        self.loading[path] = in_background(lambda: load_snapshot(self.spark, path))
+        under_way = [future for future in self.loading.get(path, []) if not future.done()]
+        self.loading[path] = [*under_way, in_background(lambda: load_snapshot(self.spark, path))]
 
     def wait(self) -> None:
         """Let the loads under way end (before the session stops, which would cut them short with an error)."""
-        for path, future in self.loading.items():
-            error = future.exception()
-            if error is not None:
-                log.debug("loading the newest version of %s failed (its next batch loads it): %s", path, error)
+        for path, futures in self.loading.items():
+            for future in futures:
+                error = future.exception()
+                if error is not None:
+                    log.debug("loading the newest version of %s failed (its next batch loads it): %s", path, error)
         self.loading.clear()
 
 

@@ -54,3 +54,33 @@ def test_new_reports_are_each_read_once_in_order_and_match_pysparks_reading(spar
     behind = ProgressLog(spark, options)
     behind.record(expected[:1])
     assert _new_reports(query, behind) == expected[1:]
+
+
+def test_the_newest_progress_files_are_kept_and_the_directory_is_listed_once(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mongocdc.spark import job
+    from mongocdc.spark.options import JobOptions
+    from mongocdc.spark.sinks import HadoopFs
+
+    monkeypatch.setattr(job, "KEEP_PROGRESS", 3)
+    progress = tmp_path / "c" / "mongocdc" / "progress"
+    progress.mkdir(parents=True)
+    for batch in (1, 2):  # left by an earlier run
+        (progress / f"{batch:020d}.json").write_text("{}\n")
+    listings: list[str] = []
+    names = HadoopFs.names
+
+    def counted(self: HadoopFs, path: str) -> list[str]:
+        listings.append(path)
+        return names(self, path)
+
+    monkeypatch.setattr(HadoopFs, "names", counted)
+    options = JobOptions(bootstrap_servers="b:9092", warehouse=str(tmp_path / "w"), checkpoint=str(tmp_path / "c"))
+    progress_log = job.ProgressLog(spark, options)
+    progress_log.record([{"batchId": 3, "numInputRows": 0}])  # an idle trigger reports the next batch's id
+    progress_log.record([{"batchId": 3, "numInputRows": 5}])
+    for batch in (4, 5, 6):
+        progress_log.record([{"batchId": batch, "numInputRows": 5}])
+    assert sorted(p.name for p in progress.glob("*.json")) == [f"{batch:020d}.json" for batch in (4, 5, 6)]
+    assert len(listings) == 1

@@ -430,11 +430,43 @@ def test_each_commit_loads_the_tables_new_version_in_the_background(
         batch = [t.add(envelope("c", 10 * n + k, {"v": n}, ts_ms=1000 + n)) for k in range(3)]
         apply(records(spark, [*batch, t.add(envelope("d", 10 * n, None, ts_ms=2000 + n))]), n)
         assert set(apply.snapshots.loading) == {rows, changes}
-        loaded = {table: future.result(timeout=120) for table, future in apply.snapshots.loading.items()}
+        # the newest load of each table reads the version just committed
+        loaded = {table: futures[-1].result(timeout=120) for table, futures in apply.snapshots.loading.items()}
         for table in (rows, changes):
             assert loaded[table] == DeltaTable.forPath(spark, table).detail().collect()[0]["numFiles"]
     apply.snapshots.wait()
     assert apply.snapshots.loading == {}
+
+
+def test_the_job_waits_for_every_load_of_a_table_committed_again_while_one_ran(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from mongocdc.spark import sinks
+
+    release = threading.Event()
+    calls: list[str] = []
+
+    def load(_spark: Any, path: str) -> int:
+        calls.append(path)
+        if len(calls) == 1:
+            release.wait(60)  # the first load is still running when the table is committed again
+        return len(calls)
+
+    monkeypatch.setattr(sinks, "load_snapshot", load)
+    snapshots = sinks.Snapshots(spark)
+    snapshots.committed("table")
+    snapshots.committed("table")
+    first, second = snapshots.loading["table"]
+    assert second.result(timeout=60) == 2
+    waiter = threading.Thread(target=snapshots.wait)
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive() and not first.done()  # the wait waits for the earlier load too
+    release.set()
+    waiter.join(60)
+    assert not waiter.is_alive() and first.done() and snapshots.loading == {}
 
 
 def test_a_load_that_fails_costs_the_next_batch_the_work_and_fails_nothing(
