@@ -298,10 +298,10 @@ class ProgressLog:
         self.base = job_dir(options.checkpoint)
         self.options = options
         self.seen: dict[int, bool] = {}
+        """Batch ids written, and whether their report had rows (an idle trigger reports the next id empty)."""
         self.kept: list[str] | None = None
         """The progress files there, oldest first (listed at the first report, then kept here: a listing per batch
         was a round trip to the JVM per file)."""
-        """Batch ids written, and whether their report had rows (an idle trigger reports the next id empty)."""
         self.started_at = datetime.now(UTC).isoformat()
         self.status = "starting"
         self.beaten_at = 0.0

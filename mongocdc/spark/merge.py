@@ -181,17 +181,16 @@ def _cluster_time_sql(columns: list[str]) -> str:
     return f"from_json(CAST({header} AS STRING), 'STRUCT<`$timestamp`: STRUCT<t: BIGINT, i: BIGINT>>').`$timestamp`"
 
 
-def applicable(changes: DataFrame, columns: Sequence[str] | None = None) -> DataFrame:
+def applicable(changes: DataFrame) -> DataFrame:
     """The changes that decide a key's state: deletes, and c/u/r that carry the whole document.
 
     An update without ``after`` (``capture.mode=change_streams``, or a look-up that found the
     document already deleted) cannot rebuild the document; the delete that follows decides.
     Typed rows say it in their own column: a filter on ``document`` there would make Spark add the
     column back below the projection, and the plan would no longer be the one the job cached (each
-    collection's merge then read and parsed the batch from Kafka again). ``columns``: the columns of
-    ``changes`` when the caller knows them (asking the DataFrame is a round trip to the JVM).
+    collection's merge then read and parsed the batch from Kafka again).
     """
-    condition = applicable_sql(changes.columns if columns is None else columns)
+    condition = applicable_sql(changes.columns)
     return changes if condition is None else changes.where(condition)
 
 
@@ -266,11 +265,9 @@ def rank_sql(src: int, unique: bool) -> str:
     return f"named_struct('position', {_position_sql()}, 'src', {int(src)}, 'rid', {rid})"
 
 
-def key_columns(df: DataFrame, columns: Sequence[str] | None = None) -> list[str]:
-    """What identifies a document: ``_key``, within its collection when the collection columns are there
-    (``columns``: those of ``df``, when the caller knows them)."""
-    names = df.columns if columns is None else columns
-    return [c for c in (*COLLECTION_COLUMNS, "_key") if c in names]
+def key_columns(df: DataFrame) -> list[str]:
+    """What identifies a document: ``_key``, within its collection when the collection columns are there."""
+    return [c for c in (*COLLECTION_COLUMNS, "_key") if c in df.columns]
 
 
 class Decision:
@@ -332,7 +329,6 @@ def winning_changes(
     *,
     semi_join: bool = True,
     broadcast: bool = True,
-    columns: Sequence[str] | None = None,
     output: Sequence[str] | None = None,
 ) -> DataFrame:
     """What :meth:`Decision.applied` gives for a state of delete markers only, in one aggregate.
@@ -343,13 +339,12 @@ def winning_changes(
     MERGE, shuffling its documents once costs less than the narrow aggregate's broadcast and the join back
     (a Spark job each, and their planning, per batch). ``semi_join``: only the markers of the batch's keys
     enter the aggregate (a broadcast of the keys, one job more; worth it when the markers are many).
-    ``columns``: those of ``changes`` when the caller knows them; ``output``: the columns of the result (all
-    of the changes' by default).
+    ``output``: the columns of the result (all of the changes' by default).
 
     Built from SQL expressions, a few calls in all: the job plans this anew for every batch, and each call
     is a round trip to the JVM and an analysis of the plan.
     """
-    names = list(changes.columns if columns is None else columns)
+    names = changes.columns
     keys = [c for c in (*COLLECTION_COLUMNS, "_key") if c in names]
     others = [c for c in names if c not in keys]
     condition = applicable_sql(names)
