@@ -190,17 +190,11 @@ def applicable(changes: DataFrame) -> DataFrame:
     column back below the projection, and the plan would no longer be the one the job cached (each
     collection's merge then read and parsed the batch from Kafka again).
     """
-    condition = applicable_sql(changes.columns)
-    return changes if condition is None else changes.where(condition)
-
-
-def applicable_sql(columns: Sequence[str]) -> str | None:
-    """:func:`applicable`'s condition as SQL for rows with these columns (``None``: every row)."""
-    if DOCUMENT in columns:
-        return f"_op = 'd' OR {DOCUMENT} IS NOT NULL"
-    if PARTIAL in columns:
-        return f"NOT {PARTIAL}"
-    return None
+    if DOCUMENT in changes.columns:
+        return changes.where(f"_op = 'd' OR {DOCUMENT} IS NOT NULL")
+    if PARTIAL in changes.columns:
+        return changes.where(f"NOT {PARTIAL}")
+    return changes
 
 
 def quoted(name: str) -> str:
@@ -344,11 +338,10 @@ def winning_changes(
     Built from SQL expressions, a few calls in all: the job plans this anew for every batch, and each call
     is a round trip to the JVM and an analysis of the plan.
     """
-    names = changes.columns
-    keys = [c for c in (*COLLECTION_COLUMNS, "_key") if c in names]
+    names = changes.columns  # (PySpark keeps a DataFrame's schema: asked once of the JVM)
+    keys = key_columns(changes)
     others = [c for c in names if c not in keys]
-    condition = applicable_sql(names)
-    batch = changes if condition is None else changes.where(condition)
+    batch = applicable(changes)
     rows = batch.selectExpr(
         *map(quoted, keys),
         f"{rank_sql(0, unique=True)} AS {RANK}",
