@@ -343,19 +343,22 @@ class ProgressLog:
     def record(self, reports: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """Write the reports not written yet; return them."""
         new = [r for r in reports if self.is_new(r)]
-        if new and self.kept is None:  # the reports a run before this one left, listed once
+        if not new:
+            return new
+        if self.kept is None:  # the reports a run before this one left, listed once
             self.kept = sorted(n for n in self.fs.names(f"{self.base}/progress") if n.endswith(".json"))
+        kept = self.kept
         for report in new:
             batch = int(report["batchId"])
             self.seen[batch] = bool(report.get("numInputRows"))
             name = f"{batch:020d}.json"
             self.fs.write_text(f"{self.base}/progress/{name}", json.dumps(report) + "\n")
-            if self.kept is not None and name not in self.kept[-1:]:
-                self.kept.append(name)
-        if self.kept is not None and len(self.kept) > KEEP_PROGRESS:
-            for old in self.kept[: len(self.kept) - KEEP_PROGRESS]:
-                self.fs.delete(f"{self.base}/progress/{old}")
-            del self.kept[: len(self.kept) - KEEP_PROGRESS]
+            if name not in kept[-1:]:  # (an idle trigger's report and its batch's share a name)
+                kept.append(name)
+        excess = max(0, len(kept) - KEEP_PROGRESS)
+        for old in kept[:excess]:
+            self.fs.delete(f"{self.base}/progress/{old}")
+        del kept[:excess]
         return new
 
 
