@@ -555,11 +555,15 @@ class Snapshots:
 
 
 def load_snapshot(spark: SparkSession, path: str) -> int:
-    """Load the newest version of the Delta table at ``path`` with its state (Delta keeps it); its number of files."""
+    """Load the newest version of the Delta table at ``path`` with its state (Delta keeps it); its number of files.
+
+    ``DESCRIBE DETAIL`` runs when it is called, and its one row is collected as it is: a ``select`` or ``first`` on it
+    would be a Spark job of its own, after the one that reads the table's state.
+    """
     from delta.tables import DeltaTable as Delta
 
-    detail = Delta.forPath(spark, path).detail().select("numFiles").first()
-    return 0 if detail is None else int(detail[0])
+    rows = Delta.forPath(spark, path).detail().collect()
+    return int(rows[0]["numFiles"]) if rows else 0
 
 
 COMPACT_EVERY = 50

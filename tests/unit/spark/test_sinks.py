@@ -438,6 +438,28 @@ def test_each_commit_loads_the_tables_new_version_in_the_background(
     assert apply.snapshots.loading == {}
 
 
+def test_loading_a_new_version_is_one_spark_job_and_the_loaded_version_needs_none(spark: Any, tmp_path: Path) -> None:
+    """The background load reads the new version's state in one Spark job (``DESCRIBE DETAIL``'s row is collected as
+    it is, not through a query of its own), and Delta keeps that state: using the version again runs no job."""
+    from mongocdc.spark.sinks import load_snapshot
+
+    path = str(tmp_path / "table")
+    spark.range(10).write.format("delta").save(path)
+    spark.range(10, 20).write.format("delta").mode("append").save(path)
+    tracker = spark.sparkContext.statusTracker()
+
+    def last_job() -> int:
+        return max(tracker.getJobIdsForGroup(None), default=-1)
+
+    before = last_job()
+    files = load_snapshot(spark, path)
+    loaded = last_job()
+    assert loaded - before == 1
+    assert load_snapshot(spark, path) == files
+    assert last_job() == loaded
+    assert files == spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["numFiles"] > 0
+
+
 def test_the_job_waits_for_every_load_of_a_table_committed_again_while_one_ran(
     spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
