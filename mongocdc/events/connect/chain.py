@@ -1,0 +1,400 @@
+"""A connector's transform chain and converters, applied to every record as Kafka Connect applies them.
+
+Kafka Connect builds, from a connector's configuration, one stage per alias of ``transforms`` (the class of
+``transforms.<alias>.type`` configured with the ``transforms.<alias>.*`` keys, and the predicate named by
+``transforms.<alias>.predicate``, configured with the ``predicates.<name>.*`` keys, its answer negated by
+``transforms.<alias>.negate``); each record goes through the stages in order (a stage whose predicate says no
+passes it on unchanged, a transform that returns null drops it), then through the header converter, the key
+converter and the value converter (``WorkerSourceTask``). :class:`RecordPipeline` is that, for the records
+mongocdc's codec writes: it reads them back into Connect's data (the codec writes them with their schemas
+when a pipeline is in force, as Debezium's ``SourceRecord``s carry them), runs the chain and writes what comes
+out with the configured converters.
+
+Configuration errors are :class:`ChainConfigError` naming the key; a class mongocdc does not implement is
+:class:`UnsupportedClassError`, with what it can do instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from mongocdc.events.codec import java_double
+from mongocdc.events.connect.base import (
+    ConnectConfigError,
+    Converter,
+    ConverterFactory,
+    Predicate,
+    PredicateFactory,
+    Transform,
+    TransformFactory,
+)
+from mongocdc.events.connect.data import (
+    DATE,
+    TIME,
+    ConnectRecord,
+    DataError,
+    Header,
+    Schema,
+    Struct,
+    string_header,
+)
+from mongocdc.events.connect.json import JsonConverter, JsonConverterConfig
+
+JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
+SIMPLE_HEADER_CONVERTER: Final = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+
+_MODULES: Final = (
+    "mongocdc.events.connect.kafka_transforms",
+    "mongocdc.events.connect.unwrap",
+    "mongocdc.events.connect.debezium_transforms",
+    "mongocdc.events.connect.converters",
+)
+"""The modules that register transforms, predicates and converters (``TRANSFORMS``, ``PREDICATES``,
+``CONVERTERS``); a module not written yet registers nothing."""
+
+
+class ChainConfigError(ValueError):
+    """A transform, predicate or converter setting Connect would refuse; ``key`` is the configuration key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+        self.reason = message
+
+
+class UnsupportedClassError(ChainConfigError):
+    """A class mongocdc does not implement (``what`` is ``transform``, ``predicate`` or ``converter``)."""
+
+    def __init__(self, key: str, class_name: str, what: str) -> None:
+        super().__init__(key, f"{what} {class_name} is not one mongocdc implements")
+        self.class_name = class_name
+        self.what = what
+
+
+@dataclass(frozen=True)
+class Registry:
+    transforms: Mapping[str, TransformFactory]
+    predicates: Mapping[str, PredicateFactory]
+    converters: Mapping[str, ConverterFactory]
+
+
+def _json_converter(options: Mapping[str, str], is_key: bool) -> Converter:
+    from mongocdc.events.connect.base import boolean, choice
+
+    del is_key
+    return _JsonSide(
+        JsonConverter(
+            JsonConverterConfig(
+                schemas_enable=boolean(options, "schemas.enable", True),
+                decimal_format=choice(options, "decimal.format", "BASE64", ["BASE64", "NUMERIC"]),
+                replace_null_with_default=boolean(options, "replace.null.with.default", True),
+            )
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _JsonSide:
+    converter: JsonConverter
+
+    def from_connect(
+        self, topic: str, schema: Schema | None, value: Any, headers: Sequence[Header] = ()
+    ) -> bytes | None:
+        return self.converter.from_connect(topic, schema, value)
+
+
+_registry: Registry | None = None
+
+
+def registry() -> Registry:
+    """Every implemented class by its Java name (the modules of :data:`_MODULES`, and JsonConverter)."""
+    global _registry
+    if _registry is None:
+        transforms: dict[str, TransformFactory] = {}
+        predicates: dict[str, PredicateFactory] = {}
+        converters: dict[str, ConverterFactory] = {JSON_CONVERTER: _json_converter}
+        for name in _MODULES:
+            try:
+                module = importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                if exc.name != name:
+                    raise
+                continue
+            transforms.update(getattr(module, "TRANSFORMS", {}))
+            predicates.update(getattr(module, "PREDICATES", {}))
+            converters.update(getattr(module, "CONVERTERS", {}))
+        _registry = Registry(transforms, predicates, converters)
+    return _registry
+
+
+@dataclass(frozen=True)
+class Stage:
+    alias: str
+    class_name: str
+    transform: Transform
+    predicate: Predicate | None = None
+    negate: bool = False
+
+
+def _prefixed(config: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {key[len(prefix) :]: value for key, value in config.items() if key.startswith(prefix)}
+
+
+def aliases(config: Mapping[str, str], key: str = "transforms") -> list[str]:
+    value = config.get(key) or ""
+    return [alias.strip() for alias in value.split(",") if alias.strip()]
+
+
+def build_stages(config: Mapping[str, str]) -> list[Stage]:
+    """The chain of ``transforms`` (see the module docstring); ``ChainConfigError`` for a bad setting."""
+    known = registry()
+    stages: list[Stage] = []
+    seen: set[str] = set()
+    predicate_names = set(aliases(config, "predicates"))
+    for alias in aliases(config):
+        if alias in seen:
+            raise ChainConfigError("transforms", f"Duplicate alias provided: {alias}")
+        seen.add(alias)
+        prefix = f"transforms.{alias}."
+        options = _prefixed(config, prefix)
+        class_name = (options.get("type") or "").strip()
+        if not class_name:
+            raise ChainConfigError(f"{prefix}type", "Missing required configuration: the transform's class")
+        factory = known.transforms.get(class_name)
+        if factory is None:
+            raise UnsupportedClassError(f"{prefix}type", class_name, "transform")
+        try:
+            transform = factory(options)
+        except ConnectConfigError as exc:
+            raise ChainConfigError(f"{prefix}*", str(exc)) from None
+        predicate: Predicate | None = None
+        predicate_name = (options.get("predicate") or "").strip()
+        if predicate_name:
+            if predicate_name not in predicate_names:
+                raise ChainConfigError(
+                    f"{prefix}predicate",
+                    f"Invalid value {predicate_name} for configuration {prefix}predicate: "
+                    f"Value must be one of {', '.join(sorted(predicate_names)) or '(no predicates are declared)'}",
+                )
+            predicate = _predicate(config, predicate_name)
+        negate_text = (options.get("negate") or "false").strip().lower()
+        if negate_text not in ("true", "false"):
+            raise ChainConfigError(
+                f"{prefix}negate",
+                f"Invalid value {negate_text} for configuration {prefix}negate: "
+                "Expected value to be either true or false",
+            )
+        if negate_text == "true" and predicate is None:
+            raise ChainConfigError(f"{prefix}negate", f"{prefix}negate is set but {prefix}predicate is not")
+        stages.append(Stage(alias, class_name, transform, predicate, negate_text == "true"))
+    return stages
+
+
+def _predicate(config: Mapping[str, str], name: str) -> Predicate:
+    prefix = f"predicates.{name}."
+    options = _prefixed(config, prefix)
+    class_name = (options.get("type") or "").strip()
+    if not class_name:
+        raise ChainConfigError(f"{prefix}type", "Missing required configuration: the predicate's class")
+    factory = registry().predicates.get(class_name)
+    if factory is None:
+        raise UnsupportedClassError(f"{prefix}type", class_name, "predicate")
+    try:
+        return factory(options)
+    except ConnectConfigError as exc:
+        raise ChainConfigError(f"{prefix}*", str(exc)) from None
+
+
+def build_converter(config: Mapping[str, str], side: str, default: str = JSON_CONVERTER) -> Converter:
+    """The ``key`` or ``value`` converter of ``config`` (``<side>.converter`` and its ``<side>.converter.*``)."""
+    class_name = (config.get(f"{side}.converter") or default).strip()
+    factory = registry().converters.get(class_name)
+    if factory is None:
+        raise UnsupportedClassError(f"{side}.converter", class_name, "converter")
+    try:
+        return factory(_prefixed(config, f"{side}.converter."), side == "key")
+    except ConnectConfigError as exc:
+        raise ChainConfigError(f"{side}.converter.*", str(exc)) from None
+
+
+# --- headers (SimpleHeaderConverter) ----------------------------------------------------------------------
+
+
+def header_text(value: Any) -> str | None:
+    """``Values.convertToString``: what SimpleHeaderConverter writes for a header value."""
+    if value is None:
+        return None
+    out: list[str] = []
+    _append(out, value, embedded=False)
+    return "".join(out)
+
+
+def _append(out: list[str], value: Any, *, embedded: bool) -> None:
+    if value is None:
+        out.append("null")
+    elif isinstance(value, bool):
+        out.append("true" if value else "false")
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, float):
+        out.append(java_double(value))
+    elif isinstance(value, str):
+        out.append('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' if embedded else value)
+    elif isinstance(value, (bytes, bytearray)):
+        encoded = base64.b64encode(value).decode("ascii")
+        out.append(f'"{encoded}"' if embedded else encoded)
+    elif isinstance(value, list):
+        out.append("[")
+        for position, item in enumerate(value):
+            if position:
+                out.append(",")
+            _append(out, item, embedded=True)
+        out.append("]")
+    elif isinstance(value, dict):
+        out.append("{")
+        for position, (key, item) in enumerate(value.items()):
+            if position:
+                out.append(",")
+            _append(out, key, embedded=True)
+            out.append(":")
+            _append(out, item, embedded=True)
+        out.append("}")
+    elif isinstance(value, Struct):
+        out.append("{")
+        for position, (f, _) in enumerate(value.items()):
+            if position:
+                out.append(",")
+            _append(out, f.name, embedded=True)
+            out.append(":")
+            _append(out, value.get(f.name), embedded=True)
+        out.append("}")
+    elif isinstance(value, dt.datetime):
+        out.append(_date_text(value))
+    else:
+        out.append(str(value))
+
+
+def _date_text(value: dt.datetime) -> str:
+    """``Values.dateFormatFor``: a date, a time or a timestamp in ISO 8601 (UTC)."""
+    value = value.astimezone(dt.UTC)
+    if (value.hour, value.minute, value.second, value.microsecond) == (0, 0, 0, 0):
+        return value.strftime("%Y-%m-%d")
+    if (value.year, value.month, value.day) == (1970, 1, 1):
+        return value.strftime("%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+# --- the pipeline ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """A record as Kafka gets it."""
+
+    topic: str
+    partition: int | None
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, str | bytes | None]]
+
+
+@dataclass
+class RecordPipeline:
+    """Records written by mongocdc's codec (with schemas) → Connect data → the chain → the converters."""
+
+    stages: Sequence[Stage]
+    key_converter: Converter
+    value_converter: Converter
+    _reader: JsonConverter = field(default_factory=JsonConverter)
+    dropped: int = 0
+    """Records a transform dropped."""
+
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, str], *, key_converter: str = JSON_CONVERTER, value_converter: str = JSON_CONVERTER
+    ) -> RecordPipeline:
+        header = (config.get("header.converter") or SIMPLE_HEADER_CONVERTER).strip()
+        if header != SIMPLE_HEADER_CONVERTER:
+            raise UnsupportedClassError("header.converter", header, "header converter")
+        return cls(
+            build_stages(config),
+            build_converter(config, "key", key_converter),
+            build_converter(config, "value", value_converter),
+        )
+
+    def record(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, str | bytes | None]] | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> ConnectRecord:
+        """The Connect record of what the codec wrote (key and value with their schemas, string headers)."""
+        key_schema, key_value = self._reader.to_connect(key)
+        value_schema, value_value = self._reader.to_connect(value)
+        connect_headers = tuple(
+            string_header(name, None if data is None else data.decode() if isinstance(data, bytes) else data)
+            for name, data in headers or ()
+        )
+        return ConnectRecord(
+            topic, partition, key_schema, key_value, value_schema, value_value, timestamp, connect_headers
+        )
+
+    def transform(self, record: ConnectRecord) -> ConnectRecord | None:
+        for stage in self.stages:
+            if stage.predicate is None or stage.predicate.test(record) != stage.negate:
+                result = stage.transform.apply(record)
+                if result is None:
+                    self.dropped += 1
+                    return None
+                record = result
+        return record
+
+    def write(self, record: ConnectRecord) -> Output:
+        headers: list[tuple[str, str | bytes | None]] = []
+        for h in record.headers:
+            text_ = header_text(h.value)
+            headers.append((h.key, None if text_ is None else text_.encode()))
+        return Output(
+            record.topic,
+            record.partition,
+            self.key_converter.from_connect(record.topic, record.key_schema, record.key, record.headers),
+            self.value_converter.from_connect(record.topic, record.value_schema, record.value, record.headers),
+            headers,
+        )
+
+    def process(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, str | bytes | None]] | None = None,
+        partition: int | None = None,
+    ) -> Output | None:
+        """The record as Kafka gets it, or ``None`` when a transform dropped it."""
+        transformed = self.transform(self.record(topic, key, value, headers, partition))
+        return None if transformed is None else self.write(transformed)
+
+
+__all__ = [
+    "DATE",
+    "TIME",
+    "ChainConfigError",
+    "DataError",
+    "Header",
+    "Output",
+    "RecordPipeline",
+    "Stage",
+    "UnsupportedClassError",
+    "build_converter",
+    "build_stages",
+    "header_text",
+    "registry",
+]
