@@ -7,6 +7,7 @@ into a printed message, a hint and a process exit code (the README's exit-code t
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -73,6 +74,38 @@ class FencedError(MongocdcError):
 
 class UnsupportedTopologyError(ConfigError):
     """The deployment cannot be captured (for example a standalone server without an oplog)."""
+
+
+class TransformFailedError(ConfigError):
+    """A transform or converter of the connector failed on a record (Kafka Connect kills the task the same way):
+    the record, the stage and the reason; nothing after the last committed position was lost."""
+
+    @classmethod
+    def of(cls, pipeline: Any, topic: str, key: bytes | None, exc: Exception) -> TransformFailedError:
+        stages = ", ".join(f"{stage.alias} ({stage.class_name})" for stage in getattr(pipeline, "stages", ()))
+        shown = "null" if key is None else _shorten(_payload_of(key))
+        return cls(
+            f"the connector's transforms or converters failed on a record of {topic} with key {shown}: {exc}",
+            hint=f"the chain is {stages or '(no transforms)'}; change the option named above (or the transform "
+            "chain) so it can handle this record, then start again: the record is read again from the last committed "
+            "offset",
+        )
+
+
+def _payload_of(key: bytes) -> str:
+    import json
+
+    try:
+        data = json.loads(key)
+    except ValueError:
+        return key.decode(errors="replace")
+    if isinstance(data, dict) and set(data) == {"schema", "payload"}:
+        data = data["payload"]
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _shorten(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class MalformedEventError(MongocdcError):

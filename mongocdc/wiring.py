@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mongocdc.engine.metrics import Metrics
     from mongocdc.engine.snapshot import ProgressCallback
     from mongocdc.engine.streaming import StreamStats
+    from mongocdc.events.connect.chain import RecordPipeline
     from mongocdc.events.position import Position
     from mongocdc.events.transforms import FieldTransforms
     from mongocdc.replication.clients import Cluster
@@ -141,9 +142,11 @@ def offset_store(
 
 
 def codec(settings: Settings) -> EnvelopeCodec:
+    """The codec of the connector's records: with a record pipeline (transforms, or converters the codec does not
+    write itself) every record is written with its schemas, for the pipeline to read as Debezium's record."""
     return EnvelopeCodec(
         prefix=settings.require("topic.prefix"),
-        schemas_enable=settings.schemas_enable,
+        schemas_enable=settings.record_format.schemas_enable,
         extended_headers=settings.extended_headers_enabled,
     )
 
@@ -160,9 +163,20 @@ def kafka_sink(settings: Settings, *, transactional_id: str | None = None) -> Ka
         admin_settings=settings.kafka_client,
         timeout_s=request_timeout_s(settings),
         transactional_id=transactional_id,
+        records=record_pipeline(settings),
     )
     sink.connect(backoff(settings), request_timeout_s(settings))
     return sink
+
+
+def record_pipeline(settings: Settings) -> RecordPipeline | None:
+    """The connector's transforms and converters, or ``None`` when the codec writes the records itself
+    (``config/records.py``); logged once per connector."""
+    records = settings.record_format
+    pipeline = records.pipeline()
+    if pipeline is not None:
+        log.info("records are written through Kafka Connect's converters and transforms: %s", records.describe())
+    return pipeline
 
 
 def exactly_once(settings: Settings) -> bool:
@@ -419,7 +433,8 @@ def connector(
         topology = discover(seed)
         topology.require_change_streams()
         warn_unmatched_includes(settings, seed)
-        sink.require_topics(start_topics(settings, seed))
+        if not settings.record_format.transforms:  # a transform may rename them: each is checked at its first record
+            sink.require_topics(start_topics(settings, seed))
         shards: list[Shard] = []
         if settings.mongodb_connection_mode == "replica_set":
             shards = shards_behind(seed)
@@ -625,7 +640,7 @@ def incremental_snapshotter(settings: Settings, client: Client, sink: KafkaSink)
             NotificationSink(
                 settings.kafka_client,
                 settings.require("notification.sink.topic.name"),
-                schemas_enable=settings.schemas_enable,
+                schemas_enable=settings.record_format.schemas_enable,
                 sink=sink,
             )
         )

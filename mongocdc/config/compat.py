@@ -296,28 +296,32 @@ DEBEZIUM_PREFIXES: Final[Mapping[str, Compat]] = {
 # --- Kafka Connect ------------------------------------------------------------------------
 
 _TRANSFORMS: Final = (
-    "single message transforms are not applied: events are written as Debezium's MongoDB connector emits them, "
-    "before any transform"
+    "applied to every record (change events, tombstones, heartbeats, transaction metadata, notifications) in order, "
+    "as Kafka Connect applies them, between the record and the converters; a class mongocdc does not implement is "
+    "refused at start (exit 3): the README's \"Transforms and converters\" table lists them"
 )
-_CONVERTER_SETTINGS: Final = (
-    "a setting of the converter; mongocdc writes JSON as Kafka Connect's JsonConverter does (schemas per "
-    "schemas.enable)"
+_PREDICATES: Final = "select the records a transform applies to, as in Kafka Connect (`transforms.<alias>.predicate`)"
+_CONVERTER: Final = (
+    "applied as Kafka Connect applies it: JsonConverter, io.debezium.converters.CloudEventsConverter, StringConverter, "
+    "ByteArrayConverter; converters that need a schema registry (Avro, Protobuf, JSON Schema) are refused (exit 3)"
 )
+_CONVERTER_SETTINGS: Final = "a setting of the converter, applied as the converter applies it"
 _CLIENT_OVERRIDES: Final = (
     "Kafka Connect's Java client overrides; mongocdc's clients are librdkafka's, set with kafka.* properties "
     "(librdkafka's names)"
 )
 _SCHEMAS_NOTE: Final = (
-    "becomes schemas.enable, which mongocdc applies to keys and values alike, so both must agree; a JsonConverter "
-    "set in the configuration without it has schemas (its default is true)"
+    "each side as its converter says (a JsonConverter named without it has schemas: its default is true); the same on "
+    "both sides and without transforms it is mongocdc's schemas.enable"
 )
 _HEADERS: Final = (
-    "the __debezium.context.* headers (extended.headers.enabled) are written as Kafka Connect's default "
-    "SimpleHeaderConverter writes them: UTF-8 strings"
+    "headers are written as Kafka Connect's default SimpleHeaderConverter writes them; another header converter is "
+    "refused (exit 3)"
 )
 _CONNECT_ERRORS: Final = (
-    "Kafka Connect's error handling for converters and transforms (tolerance, retries, dead letter queue); "
-    "mongocdc stops on an error and resumes from its offsets when started again"
+    "Kafka Connect's retries of retriable failures (mongocdc's transforms and converters fail only on a record "
+    "they cannot handle, which a retry does not change) and its dead letter queue, which Kafka Connect uses for "
+    "sink connectors only"
 )
 
 _CONFIG_PROVIDERS: Final = Compat(
@@ -335,25 +339,22 @@ CONNECT: Final[Mapping[str, Compat]] = {
     ),
     "tasks.max": _IMPLEMENTED,
     "tasks.max.enforce": _ignored("mongocdc runs one task per replica set whatever tasks.max says", "true"),
-    "key.converter": _checked(
-        "mongocdc writes keys as Kafka Connect's JsonConverter does", JSON_CONVERTER, "JsonConverter", "Json"
-    ),
-    "value.converter": _checked(
-        "mongocdc writes values as Kafka Connect's JsonConverter does", JSON_CONVERTER, "JsonConverter", "Json"
-    ),
+    "key.converter": Compat("mapped", _CONVERTER),
+    "value.converter": Compat("mapped", _CONVERTER),
     "key.converter.schemas.enable": Compat("mapped", _SCHEMAS_NOTE),
     "value.converter.schemas.enable": Compat("mapped", _SCHEMAS_NOTE),
-    "header.converter": _ignored(
-        _HEADERS,
-        "org.apache.kafka.connect.storage.SimpleHeaderConverter",
-        "SimpleHeaderConverter",
-        "Simple",
-    ),
+    "header.converter": Compat("mapped", _HEADERS),
     "config.action.reload": _ignored(
         "mongocdc reads its configuration when a command starts; restart it after a change", "restart", "none"
     ),
-    "transforms": _ignored(_TRANSFORMS),
-    "predicates": _ignored("predicates select records for transforms, which are not applied"),
+    "transforms": Compat("mapped", _TRANSFORMS),
+    "predicates": Compat("mapped", _PREDICATES),
+    "errors.tolerance": Compat(
+        "mapped",
+        "as in Kafka Connect: all skips a record a transform or converter fails on (counted, logged with "
+        "errors.log.enable) instead of stopping the connector; none (the default) stops with exit 3 naming the record",
+    ),
+    "errors.log.enable": Compat("mapped", "logs each record errors.tolerance=all skipped"),
     "exactly.once.support": _IMPLEMENTED,
     "transaction.boundary": _IMPLEMENTED,
     "transaction.boundary.interval.ms": _IMPLEMENTED,
@@ -370,17 +371,17 @@ CONNECT: Final[Mapping[str, Compat]] = {
 
 CONNECT_PREFIXES: Final[Mapping[str, Compat]] = {
     "config.providers.": _CONFIG_PROVIDERS,
-    "transforms.": _ignored(_TRANSFORMS),
-    "predicates.": _ignored("predicates select records for transforms, which are not applied"),
+    "transforms.": Compat("mapped", _TRANSFORMS),
+    "predicates.": Compat("mapped", _PREDICATES),
     "errors.": _ignored(_CONNECT_ERRORS),
     "topic.creation.": Compat(
         "mapped",
         "honoured as in Kafka Connect: a missing topic is created before the first record to it with its group's "
         "settings (see `topic.creation.*` in the property table)",
     ),
-    "key.converter.": _ignored(_CONVERTER_SETTINGS),
-    "value.converter.": _ignored(_CONVERTER_SETTINGS),
-    "header.converter.": _ignored(_HEADERS),
+    "key.converter.": Compat("mapped", _CONVERTER_SETTINGS),
+    "value.converter.": Compat("mapped", _CONVERTER_SETTINGS),
+    "header.converter.": Compat("mapped", _HEADERS),
     "producer.override.": _ignored(_CLIENT_OVERRIDES),
     "consumer.override.": _ignored(_CLIENT_OVERRIDES),
     "admin.override.": _ignored(_CLIENT_OVERRIDES),
@@ -439,6 +440,7 @@ def translate(entries: Mapping[str, object], origin: str, *, is_property: Iterab
     converters: dict[str, str] = {}
     others: list[tuple[str, object, Compat]] = []
     for name, value in entries.items():
+        _collect_converter(name, value, origin, schemas, converters, result)
         compat = None if name in known else lookup(name)
         if compat is None or compat.status == "implemented":
             result.values[name] = value  # a property, or unknown (the loader reports it)
@@ -446,21 +448,9 @@ def translate(entries: Mapping[str, object], origin: str, *, is_property: Iterab
             others.append((name, value, compat))
     for name, value, compat in others:
         text = _text(value)
-        typo = _converter_typo(name)
-        if typo:
-            result.problems.append(f"{name} from {origin} is not a setting of JsonConverter{typo}")
-            continue
-        if name in ("key.converter.schemas.enable", "value.converter.schemas.enable"):
-            try:
-                schemas[name.partition(".")[0]] = bool(_BOOL.parse(value))
-            except InvalidValueError as exc:
-                result.problems.append(f"{name}: invalid value {value!r} from {origin}: {exc}")
-            continue
         if compat.status == "checked":
             if text in compat.accepted:
                 result.accepted[name] = compat.note
-                if name in ("key.converter", "value.converter"):
-                    converters[name.partition(".")[0]] = text
             else:
                 result.problems.append(_checked_problem(name, value, compat, origin))
             continue
@@ -475,10 +465,35 @@ def translate(entries: Mapping[str, object], origin: str, *, is_property: Iterab
     return result
 
 
+def _collect_converter(
+    name: str, value: object, origin: str, schemas: dict[str, bool], converters: dict[str, str], result: Translation
+) -> None:
+    """Note a key or value converter (``converters``) and its ``schemas.enable`` (``schemas``); a misspelt
+    JsonConverter setting is a problem (another converter's settings are checked when it is built)."""
+    side, dot, rest = name.partition(".converter")
+    if side not in ("key", "value") or not dot:
+        return
+    if not rest:
+        converters[side] = _text(value)
+        return
+    if rest == ".schemas.enable":
+        try:
+            schemas[side] = bool(_BOOL.parse(value))
+        except InvalidValueError as exc:
+            result.problems.append(f"{name}: invalid value {value!r} from {origin}: {exc}")
+        return
+    typo = _converter_typo(name)
+    if typo:
+        result.problems.append(f"{name} from {origin} is not a setting of JsonConverter{typo}")
+
+
 JSON_CONVERTER_SETTINGS: Final = frozenset(
     {"schemas.enable", "schemas.cache.size", "decimal.format", "replace.null.with.default", "schema.content"}
 )
 """The settings of Kafka Connect's JsonConverter (``value.converter.<setting>``)."""
+
+
+_JSON_NAMES: Final = frozenset({JSON_CONVERTER, "JsonConverter", "Json"})
 
 
 def _converter_typo(name: str) -> str:
@@ -515,11 +530,7 @@ def _checked_problem(name: str, value: object, compat: Compat, origin: str) -> s
 
 
 def _ignored_note(name: str, compat: Compat, entries: Mapping[str, object]) -> str:
-    if name == "transforms" or name.startswith("transforms."):
-        aliases = [alias.strip() for alias in _text(entries.get("transforms")).split(",") if alias.strip()]
-        kinds = [f"{alias} ({_text(entries.get(f'transforms.{alias}.type')) or 'no type'})" for alias in aliases]
-        if kinds:
-            return f"{compat.note}; not applied: {', '.join(kinds)}"
+    del name, entries
     return compat.note
 
 
@@ -546,6 +557,8 @@ def _map_schemas(schemas: dict[str, bool], converters: dict[str, str], origin: s
     ``schemas.enable`` writes schemas (JsonConverter's default is true); one not
     set there is the worker's, whose settings mongocdc does not know.
     """
+    if any(converter not in _JSON_NAMES for converter in converters.values()):
+        return  # not JsonConverter on both sides: the record pipeline writes each side (config/records.py)
     effective = dict(schemas)
     for side in converters:
         effective.setdefault(side, True)
@@ -553,15 +566,7 @@ def _map_schemas(schemas: dict[str, bool], converters: dict[str, str], origin: s
         return
     values = set(effective.values())
     if len(values) > 1:
-        shown = ", ".join(
-            f"{side}.converter.schemas.enable is {str(on).lower()}" for side, on in sorted(effective.items())
-        )
-        result.problems.append(
-            f"keys and values would be written differently ({shown}, from {origin}): mongocdc's schemas.enable "
-            "applies to keys and values alike; set key.converter.schemas.enable and value.converter.schemas.enable "
-            "to the same value"
-        )
-        return
+        return  # keys and values written differently: the record pipeline writes each side as its converter says
     enabled = values.pop()
     own = result.values.get(_SCHEMAS)
     if own is not None:

@@ -28,6 +28,7 @@ from mongocdc.config.queries import (
     filter_text,
     is_filter_override_key,
 )
+from mongocdc.config.records import is_record_key
 from mongocdc.config.settings import CLIENT_PREFIXES, KAFKA_PREFIX, PROPERTIES, Settings, client_prefix
 from mongocdc.config.suggestions import did_you_mean
 from mongocdc.config.topic_creation import PREFIX as TOPIC_CREATION_PREFIX
@@ -145,6 +146,7 @@ def load_settings(
     clients: dict[str, dict[str, str]] = {attr: {} for attr in CLIENT_PREFIXES.values()}
     filters: dict[str, str] = {}
     creation: dict[str, str] = {}
+    records: dict[str, str] = {}
     for name, raw in merged.items():
         if name in PROPERTIES:
             continue
@@ -160,6 +162,8 @@ def load_settings(
             problems.append(describe_invalid(name, raw.value, "expected a string, number or boolean", raw.origin))
         elif is_topic_creation_key(name):  # Kafka Connect's, not librdkafka's: checked by Settings
             creation[name[len(TOPIC_CREATION_PREFIX) :]] = text
+        elif is_record_key(name):  # converters and transforms: checked by Settings
+            records[name] = text
         else:
             prefix = client_prefix(name) or KAFKA_PREFIX
             key = name[len(prefix) :]
@@ -179,6 +183,7 @@ def load_settings(
         **attributes,
         snapshot_filter_overrides=filters,
         topic_creation=creation,
+        connect_records=records,
         ignored=report.ignored,
         provenance=provenance,
     )
@@ -232,6 +237,7 @@ def is_known_property(name: str) -> bool:
         or client_prefix(name) is not None
         or is_filter_override_key(name)
         or is_topic_creation_key(name)
+        or is_record_key(name)
     )
 
 

@@ -64,6 +64,8 @@ from mongocdc.config.queries import (
     is_filter_override_key,
     parse_filter,
 )
+from mongocdc.config.records import RecordFormat, is_record_key, record_format
+from mongocdc.config.records import problems as record_problems
 from mongocdc.config.redaction import redact_value
 from mongocdc.config.suggestions import did_you_mean
 from mongocdc.config.topic_creation import PREFIX as TOPIC_CREATION_PREFIX
@@ -965,6 +967,9 @@ class Settings:
     """Where each set property (and ``kafka.*`` key) came from, by name; ``source_of`` answers for any."""
     topic_creation: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """Kafka Connect's ``topic.creation.*`` keys, without the prefix (``default.partitions``, ``groups``, …)."""
+    connect_records: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Kafka Connect's keys that shape records (``transforms*``, ``predicates*``, ``*.converter*``), as given;
+    ``record_format`` says what they make of the records (``config/records.py``)."""
     one_shot_timeout_s: float | None = dataclasses.field(default=None, compare=False)
     """A one-shot command's ``--timeout``: its clients make one attempt of at most this many seconds to reach
     MongoDB or Kafka instead of the ``connect.*`` retries; ``None`` for ``stream``, ``snapshot``, ``replicate``."""
@@ -985,6 +990,9 @@ class Settings:
             object.__setattr__(self, attr, FrozenMapping(side))
         object.__setattr__(self, "snapshot_filter_overrides", FrozenMapping(dict(self.snapshot_filter_overrides)))
         object.__setattr__(self, "topic_creation", FrozenMapping({k: str(v) for k, v in self.topic_creation.items()}))
+        object.__setattr__(
+            self, "connect_records", FrozenMapping({k: str(v) for k, v in self.connect_records.items()})
+        )
         object.__setattr__(self, "ignored", FrozenMapping(dict(self.ignored)))
         object.__setattr__(self, "provenance", dict(self.provenance))  # a copy; picklable, unlike a proxy
         problems = [
@@ -1003,6 +1011,8 @@ class Settings:
         )
         creation, creation_problems = parse_topic_creation(self.topic_creation)
         problems += creation_problems
+        if self.connect_records:
+            problems += record_problems(self.connect_records, self.schemas_enable)
         object.__setattr__(self, "_topic_creation", creation)
         if problems:
             raise config_error(problems)
@@ -1016,6 +1026,11 @@ class Settings:
             collection_exclude=self.collection_exclude_list,
         )
         object.__setattr__(self, "_filters", filters)
+
+    @property
+    def record_format(self) -> RecordFormat:
+        """How records are written: the converters and transforms in force (``config/records.py``)."""
+        return record_format(self.connect_records, self.schemas_enable)
 
     @property
     def topic_creation_rules(self) -> TopicCreation | None:
@@ -1038,6 +1053,8 @@ class Settings:
             return self.snapshot_filter_overrides.get(property_name[len(FILTER_OVERRIDE_PREFIX) :])
         if is_topic_creation_key(property_name):
             return self.topic_creation.get(property_name[len(TOPIC_CREATION_PREFIX) :])
+        if is_record_key(property_name):
+            return self.connect_records.get(property_name)
         raise ConfigError(f"unknown property {property_name!r}{did_you_mean(property_name, PROPERTIES)}")
 
     def require(self, property_name: str, *also: str) -> str:
@@ -1079,6 +1096,7 @@ class Settings:
             shown[FILTER_OVERRIDE_PREFIX + namespace] = text
         for key, text in self.topic_creation.items():
             shown[TOPIC_CREATION_PREFIX + key] = text
+        shown.update(self.connect_records)
         return dict(sorted(shown.items()))
 
     def source_of(self, name: str) -> Provenance:
@@ -1115,6 +1133,7 @@ class Settings:
             fields.append(f"{attr}={client!r}")
         fields.append(f"snapshot_filter_overrides={dict(self.snapshot_filter_overrides)!r}")
         fields.append(f"topic_creation={dict(self.topic_creation)!r}")
+        fields.append(f"connect_records={dict(self.connect_records)!r}")
         return f"Settings({', '.join(fields)})"
 
 

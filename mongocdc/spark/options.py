@@ -24,7 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mongocdc.errors import UsageError
+from mongocdc.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from mongocdc.config import Settings
@@ -155,6 +155,7 @@ class JobOptions:
         schema = read_columns(columns, schema_file)
 
         config = settings()
+        refuse_transformed_records(config)
         prefix = config.topic_prefix
         if not topic_list and topic_pattern is None:
             if prefix is None:
@@ -422,3 +423,23 @@ def java_kafka_options(librdkafka: Mapping[str, str]) -> tuple[dict[str, str], l
                 f"{module} required username={_jaas_quote(username)} password={_jaas_quote(password)};"
             )
     return options, sorted(unmapped)
+
+
+def refuse_transformed_records(config: Settings) -> None:
+    """The job reads Debezium's change event envelopes as JsonConverter writes them (with or without schemas):
+    a connector whose records go through transforms or other converters writes something else (flattened
+    documents, CloudEvents, other topics), which the job would misread; refused, exit 3."""
+    records = config.record_format
+    if not records.uses_pipeline:
+        return
+    if not records.transforms and all(
+        records.config[f"{side}.converter"] == "org.apache.kafka.connect.json.JsonConverter" for side in ("key", "value")
+    ):
+        return  # JsonConverter on both sides, keys and values with different schemas.enable: the job reads either
+    raise ConfigError(
+        f"the Spark job reads Debezium's change event envelopes, but this connector writes its records through "
+        f"other converters or transforms ({records.describe()})",
+        hint="the job needs the envelope (before/after, op, source.ts_ms and source.ord, the key's id) that "
+        "ExtractNewDocumentState and other transforms remove: run it on the topics of a connector without "
+        "transforms and with JsonConverter (schemas.enable true or false), or give a configuration without them",
+    )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import importlib
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -44,6 +45,8 @@ from mongocdc.events.connect.data import (
     string_header,
 )
 from mongocdc.events.connect.json import JsonConverter, JsonConverterConfig
+
+log = logging.getLogger("mongocdc.transforms")
 
 JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
 SIMPLE_HEADER_CONVERTER: Final = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
@@ -310,9 +313,15 @@ class RecordPipeline:
     stages: Sequence[Stage]
     key_converter: Converter
     value_converter: Converter
+    tolerate_errors: bool = False
+    """``errors.tolerance=all``: a record a transform or converter fails on is skipped (and logged with
+    ``errors.log.enable``), as Kafka Connect's source tasks skip it, instead of stopping the connector."""
+    log_errors: bool = False
     _reader: JsonConverter = field(default_factory=JsonConverter)
     dropped: int = 0
     """Records a transform dropped."""
+    skipped: int = 0
+    """Records skipped because a transform or converter failed on them (``errors.tolerance=all``)."""
 
     @classmethod
     def from_config(
@@ -321,10 +330,18 @@ class RecordPipeline:
         header = (config.get("header.converter") or SIMPLE_HEADER_CONVERTER).strip()
         if header != SIMPLE_HEADER_CONVERTER:
             raise UnsupportedClassError("header.converter", header, "header converter")
+        tolerance = (config.get("errors.tolerance") or "none").strip().lower()
+        if tolerance not in ("none", "all"):
+            raise ChainConfigError(
+                "errors.tolerance",
+                f"Invalid value {tolerance} for configuration errors.tolerance: String must be one of: none, all",
+            )
         return cls(
             build_stages(config),
             build_converter(config, "key", key_converter),
             build_converter(config, "value", value_converter),
+            tolerate_errors=tolerance == "all",
+            log_errors=(config.get("errors.log.enable") or "false").strip().lower() == "true",
         )
 
     def record(
@@ -378,9 +395,19 @@ class RecordPipeline:
         headers: Sequence[tuple[str, str | bytes | None]] | None = None,
         partition: int | None = None,
     ) -> Output | None:
-        """The record as Kafka gets it, or ``None`` when a transform dropped it."""
-        transformed = self.transform(self.record(topic, key, value, headers, partition))
-        return None if transformed is None else self.write(transformed)
+        """The record as Kafka gets it, or ``None`` when a transform dropped it (or failed on it, with
+        ``errors.tolerance=all``). Raises ``DataError`` when a transform or converter fails on it."""
+        try:
+            transformed = self.transform(self.record(topic, key, value, headers, partition))
+            return None if transformed is None else self.write(transformed)
+        except DataError as exc:
+            if not self.tolerate_errors:
+                raise
+            self.skipped += 1
+            if self.log_errors:
+                log.error("errors.tolerance=all: skipped a record of %s the transforms or converters failed on: %s",
+                          topic, exc)
+            return None
 
 
 __all__ = [

@@ -9,7 +9,9 @@ from functools import partial
 from typing import Any, Final
 
 from mongocdc.config.topic_creation import TopicCreation
-from mongocdc.errors import ConfigError, FencedError, UnreachableError
+from mongocdc.errors import ConfigError, FencedError, TransformFailedError, UnreachableError
+from mongocdc.events.connect.chain import Output, RecordPipeline
+from mongocdc.events.connect.data import DataError
 from mongocdc.kafka.admin import KafkaAdmin
 from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER
 from mongocdc.kafka.errors import Endpoint
@@ -53,8 +55,11 @@ class KafkaSink:
         timeout_s: float = 10.0,
         transactional_id: str | None = None,
         transaction_timeout_s: float = 60.0,
+        records: RecordPipeline | None = None,
     ) -> None:
         self._settings = dict(settings)
+        self.records = records
+        """The connector's transforms and converters (``None``: records are produced as the codec wrote them)."""
         self.transactional_id = transactional_id
         self._transaction_timeout_s = transaction_timeout_s
         self._transaction_lock = threading.Lock()
@@ -72,6 +77,8 @@ class KafkaSink:
         self._topics_lock = threading.Lock()
         self.produced = 0
         self.acknowledged = 0
+        self.dropped = 0
+        """Records a transform dropped (acknowledged without being produced)."""
 
     @property
     def bootstrap(self) -> str:
@@ -118,8 +125,24 @@ class KafkaSink:
     ) -> None:
         """Queue one record; ``on_ack`` runs (from a later ``poll``/``flush``) once Kafka acknowledged it.
 
+        With a record pipeline (:attr:`records`), the record, as the codec wrote it with its schemas, first goes
+        through the connector's transforms and converters, as Kafka Connect's would: what comes out is produced
+        (to the topic and partition a transform chose), and a record a transform dropped is acknowledged at once,
+        so its position is committed as a delivered one's would be (Connect commits the offsets of filtered
+        records too). A record the chain cannot handle raises ``TransformFailedError`` (exit 3).
+
         While the producer's queue is full this serves delivery reports until there is room (or a delivery failed).
         """
+        if self.records is not None:
+            output = self._transformed(topic, key, value, headers, partition)
+            if output is None:
+                self.dropped += 1
+                if on_ack is not None:
+                    on_ack()
+                return
+            topic, key, value, headers, partition = (
+                output.topic, output.key, output.value, output.headers, output.partition
+            )
         producer = self._client()
         producer.check()
         if topic not in self._topics:
@@ -139,6 +162,20 @@ class KafkaSink:
             raise self._fenced(exc) from exc
         self.produced += 1
         producer.poll(0)  # a failure it serves is raised by the next call
+
+    def _transformed(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, str | bytes | None]] | None,
+        partition: int | None,
+    ) -> Output | None:
+        assert self.records is not None
+        try:
+            return self.records.process(topic, key, value, headers, partition)
+        except DataError as exc:
+            raise TransformFailedError.of(self.records, topic, key, exc) from exc
 
     def _admin_client(self) -> KafkaAdmin:
         if self._admin is None:

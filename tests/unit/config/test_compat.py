@@ -120,7 +120,7 @@ def test_the_reference_documents_every_key_that_is_not_a_property() -> None:
         for name, compat in table.items():
             if compat.status != "implemented":
                 assert f"| `{name}` |" in reference, name
-    assert "| `transforms.*` | ignored |" in reference
+    assert "| `transforms.*` | mapped |" in reference
 
 
 # --- connector.class and converters ---------------------------------------------------------
@@ -145,10 +145,10 @@ def test_the_json_converter_is_accepted_with_its_aliases(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("key", ["key.converter", "value.converter"])
-def test_another_converter_is_a_config_error_saying_what_mongocdc_writes(tmp_path: Path, key: str) -> None:
+def test_a_schema_registry_converter_is_a_config_error_saying_what_to_use(tmp_path: Path, key: str) -> None:
     message = error(tmp_path, f"{key}=io.confluent.connect.avro.AvroConverter\n")
-    assert f"{key} 'io.confluent.connect.avro.AvroConverter'" in message
-    assert "JsonConverter" in message and "schemas.enable" in message
+    assert f"{key}: converter io.confluent.connect.avro.AvroConverter is not implemented" in message
+    assert "schema registry" in message and "JsonConverter" in message
 
 
 @pytest.mark.parametrize(
@@ -169,11 +169,19 @@ def test_the_converters_schemas_enable_becomes_schemas_enable(tmp_path: Path, te
     assert settings.schemas_enable is expected
 
 
-def test_keys_and_values_with_different_schemas_are_refused(tmp_path: Path) -> None:
-    message = error(tmp_path, "key.converter.schemas.enable=false\nvalue.converter.schemas.enable=true\n")
-    assert "key.converter.schemas.enable is false" in message and "value.converter.schemas.enable is true" in message
-    message = error(tmp_path, f"key.converter={JSON_CONVERTER}\nvalue.converter.schemas.enable=false\n")
-    assert "key.converter.schemas.enable is true" in message
+def test_keys_and_values_with_different_schemas_are_each_written_as_their_converter_says(tmp_path: Path) -> None:
+    settings = load_settings(
+        write(tmp_path, "key.converter.schemas.enable=false\nvalue.converter.schemas.enable=true\n"), {}, {}
+    )
+    records = settings.record_format
+    assert records.uses_pipeline and records.schemas_enable  # the codec writes schemas for the pipeline to read
+    assert records.config["key.converter.schemas.enable"] == "false"
+    assert records.config["value.converter.schemas.enable"] == "true"
+    # a JsonConverter named without schemas.enable has its default, true; the other side says false
+    settings = load_settings(write(tmp_path, f"key.converter={JSON_CONVERTER}\nvalue.converter.schemas.enable=false\n"),
+                             {}, {})
+    assert settings.record_format.uses_pipeline
+    assert "key.converter.schemas.enable" not in settings.record_format.config  # the converter's own default
 
 
 def test_converter_schemas_and_schemas_enable_must_agree(tmp_path: Path) -> None:
@@ -203,8 +211,12 @@ transforms=unwrap,route
 transforms.unwrap.type=io.debezium.connector.mongodb.transforms.ExtractNewDocumentState
 transforms.unwrap.drop.tombstones=false
 transforms.route.type=org.apache.kafka.connect.transforms.RegexRouter
+transforms.route.regex=fullfillment\\.inventory\\.(.*)
+transforms.route.replacement=$1
+transforms.route.predicate=isOrders
 predicates=isOrders
 predicates.isOrders.type=org.apache.kafka.connect.transforms.predicates.TopicNameMatches
+predicates.isOrders.pattern=.*orders
 errors.tolerance=all
 errors.deadletterqueue.topic.name=dlq
 topic.creation.default.replication.factor=3
@@ -230,18 +242,18 @@ def test_framework_keys_are_reported_once_in_one_warning(tmp_path: Path, caplog:
     assert len(warnings) == 1
     text = warnings[0].getMessage()
     for key in (
-        "transforms",
-        "transforms.unwrap.type",
-        "transforms.route.type",
-        "predicates.isOrders.type",
-        "errors.tolerance",
         "errors.deadletterqueue.topic.name",
         "offsets.storage.topic",
         "producer.override.compression.type",
-        "value.converter.decimal.format",
     ):
         assert key in text, key
         assert key in settings.ignored, key
+    # transforms, predicates, converter settings and errors.tolerance take effect, as in Kafka Connect
+    for key in ("transforms", "transforms.unwrap.type", "predicates.isOrders.type", "value.converter.decimal.format",
+                "errors.tolerance"):
+        assert key not in text and key not in settings.ignored, key
+        assert settings.connect_records[key], key
+    assert settings.record_format.transforms == ("unwrap", "route") and settings.record_format.tolerates_errors
     # exactly.once.support and transaction.boundary take effect: Kafka Connect's exactly-once source support
     assert "exactly.once.support" not in text and "exactly.once.support" not in settings.ignored
     assert settings.exactly_once_support == "requested" and settings.transaction_boundary == "poll"
@@ -249,8 +261,7 @@ def test_framework_keys_are_reported_once_in_one_warning(tmp_path: Path, caplog:
     assert "topic.creation" not in text and "topic.creation.default.partitions" not in settings.ignored
     rules = settings.topic_creation_rules
     assert rules is not None and (rules.default.partitions, rules.default.replication_factor) == (6, 3)
-    assert "unwrap (io.debezium.connector.mongodb.transforms.ExtractNewDocumentState)" in text
-    assert "route (org.apache.kafka.connect.transforms.RegexRouter)" in text
+    assert "unwrap (io.debezium.connector.mongodb.transforms.ExtractNewDocumentState)" in settings.record_format.describe()
     # values that change nothing are accepted silently
     for key in (
         "header.converter",  # SimpleHeaderConverter: how mongocdc writes its headers
@@ -339,9 +350,9 @@ def test_a_misspelt_converter_setting_is_an_error_with_the_right_name(tmp_path: 
     message = error(tmp_path, "value.converter.schema.enable=false\n")
     assert "value.converter.schema.enable" in message and "is not a setting of JsonConverter" in message
     assert "did you mean 'value.converter.schemas.enable'?" in message
-    # a setting of another converter is only ignored
+    # a setting JsonConverter does not define and that looks like none of its own has no effect, as in Connect
     settings = load_settings(write(tmp_path, "value.converter.schema.registry.url=http://r:8081\n"), {}, {})
-    assert "value.converter.schema.registry.url" in settings.ignored
+    assert settings.connect_records["value.converter.schema.registry.url"] == "http://r:8081"
 
 
 @pytest.mark.parametrize(
