@@ -298,7 +298,7 @@ DEBEZIUM_PREFIXES: Final[Mapping[str, Compat]] = {
 _TRANSFORMS: Final = (
     "applied to every record (change events, tombstones, heartbeats, transaction metadata, notifications) in order, "
     "as Kafka Connect applies them, between the record and the converters; a class mongocdc does not implement is "
-    "refused at start (exit 3): the README's \"Transforms and converters\" table lists them"
+    'refused at start (exit 3): the README\'s "Transforms and converters" table lists them'
 )
 _PREDICATES: Final = "select the records a transform applies to, as in Kafka Connect (`transforms.<alias>.predicate`)"
 _CONVERTER: Final = (

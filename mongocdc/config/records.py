@@ -86,9 +86,7 @@ class RecordFormat:
             name = self.config[f"{side}.converter"].rsplit(".", 1)[-1]
             schemas = self.config.get(f"{side}.converter.schemas.enable")
             sides.append(f"{side}s by {name}" + (f" (schemas.enable={schemas})" if schemas is not None else ""))
-        chain = ", ".join(
-            f"{alias} ({self.config.get(f'transforms.{alias}.type', '?')})" for alias in self.transforms
-        )
+        chain = ", ".join(f"{alias} ({self.config.get(f'transforms.{alias}.type', '?')})" for alias in self.transforms)
         return "; ".join(sides) + (f"; transforms: {chain}" if chain else "; no transforms")
 
 
@@ -100,8 +98,12 @@ def _side_settings(config: Mapping[str, str], side: str) -> dict[str, str]:
 def _fast(config: Mapping[str, str]) -> bool:
     if any(config[f"{side}.converter"] not in _JSON_ALIASES for side in ("key", "value")):
         return False
-    if config.get("header.converter", "").strip() not in ("", "org.apache.kafka.connect.storage.SimpleHeaderConverter",
-                                                          "SimpleHeaderConverter", "Simple"):
+    if config.get("header.converter", "").strip() not in (
+        "",
+        "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+        "SimpleHeaderConverter",
+        "Simple",
+    ):
         return False
     settings = [_side_settings(config, side) for side in ("key", "value")]
     if any(set(s) - _FAST_PATH_SETTINGS for s in settings):
@@ -138,20 +140,27 @@ def problems(keys: Mapping[str, str], schemas_enable: bool) -> list[str]:
     try:
         record_format(keys, schemas_enable).pipeline()
     except UnsupportedClassError as exc:
-        return [f"{exc.key}: {exc.what} {exc.class_name} is not implemented by mongocdc, so the records it would "
-                f"write cannot be written; {_instead(exc.what, exc.class_name)}"]
+        return [
+            f"{exc.key}: {exc.what} {exc.class_name} is not implemented by mongocdc, so the records it would "
+            f"write cannot be written; {_instead(exc.what, exc.class_name)}"
+        ]
     except ChainConfigError as exc:
         return [f"{exc.key}: {exc.reason}"]
     return []
 
 
 def _instead(what: str, class_name: str) -> str:
-    if what == "converter" and ("avro" in class_name.lower() or "protobuf" in class_name.lower()
-                                or "jsonschema" in class_name.lower()):
-        return ("converters that need a schema registry (Avro, Protobuf, JSON Schema) are not supported: use "
-                "org.apache.kafka.connect.json.JsonConverter (with schemas.enable=true for typed records) or "
-                "io.debezium.converters.CloudEventsConverter")
+    if what == "converter" and (
+        "avro" in class_name.lower() or "protobuf" in class_name.lower() or "jsonschema" in class_name.lower()
+    ):
+        return (
+            "converters that need a schema registry (Avro, Protobuf, JSON Schema) are not supported: use "
+            "org.apache.kafka.connect.json.JsonConverter (with schemas.enable=true for typed records) or "
+            "io.debezium.converters.CloudEventsConverter"
+        )
     if what == "header converter":
         return "remove header.converter: headers are written as SimpleHeaderConverter writes them"
-    return (f"remove it, or use one of the {what}s mongocdc implements (the README's table under "
-            "\"Switching from Debezium\" lists them)")
+    return (
+        f"remove it, or use one of the {what}s mongocdc implements (the README's table under "
+        '"Switching from Debezium" lists them)'
+    )

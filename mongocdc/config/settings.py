@@ -990,9 +990,7 @@ class Settings:
             object.__setattr__(self, attr, FrozenMapping(side))
         object.__setattr__(self, "snapshot_filter_overrides", FrozenMapping(dict(self.snapshot_filter_overrides)))
         object.__setattr__(self, "topic_creation", FrozenMapping({k: str(v) for k, v in self.topic_creation.items()}))
-        object.__setattr__(
-            self, "connect_records", FrozenMapping({k: str(v) for k, v in self.connect_records.items()})
-        )
+        object.__setattr__(self, "connect_records", FrozenMapping({k: str(v) for k, v in self.connect_records.items()}))
         object.__setattr__(self, "ignored", FrozenMapping(dict(self.ignored)))
         object.__setattr__(self, "provenance", dict(self.provenance))  # a copy; picklable, unlike a proxy
         problems = [

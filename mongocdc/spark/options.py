@@ -433,7 +433,8 @@ def refuse_transformed_records(config: Settings) -> None:
     if not records.uses_pipeline:
         return
     if not records.transforms and all(
-        records.config[f"{side}.converter"] == "org.apache.kafka.connect.json.JsonConverter" for side in ("key", "value")
+        records.config[f"{side}.converter"] == "org.apache.kafka.connect.json.JsonConverter"
+        for side in ("key", "value")
     ):
         return  # JsonConverter on both sides, keys and values with different schemas.enable: the job reads either
     raise ConfigError(

@@ -3,8 +3,9 @@
 Debezium 3.6.1.Final runs in Kafka Connect (``tests/services/connect.py``) next to two
 ``mongocdc stream`` processes, on one MongoDB test server and the suite's broker: one pair with the
 JsonConverter's ``schemas.enable=false`` and one with ``true``, each connector with its own topic
-prefix and signal collection. The workload (``tests/services/record_debezium.py``) covers every
-BSON and ``_id`` type, every update form (operators, pipelines, truncated arrays), replace, delete,
+prefix and signal collection, and a third pair with the transform chain teams run most
+(ExtractNewDocumentState and RegexRouter, keys without schemas and values with them). The workload
+(``tests/services/record_debezium.py``) covers every BSON and ``_id`` type, every update form (operators, pipelines, truncated arrays), replace, delete,
 transactions over two collections, an initial snapshot and an incremental snapshot. Every topic of
 each pair is then compared record by record with ``mongocdc.events.compare`` (``mongocdc topic
 compare`` does the same for a user's own deployment): keys byte for byte, partitions, every value
@@ -34,7 +35,28 @@ pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 PAIRS = {False: ("dbzf", "mcf"), True: ("dbzt", "mct")}
+CHAIN = ("dbzu", "mcu")
+"""A pair with the chain teams run most: documents flattened by ExtractNewDocumentState (with added fields and
+headers, deletes rewritten and their tombstones kept) and routed by RegexRouter, keys without schemas and values
+with them."""
 WAIT_S = 120.0
+
+
+def _chain(prefix: str) -> dict[str, str]:
+    return {
+        "transforms": "unwrap,route",
+        "transforms.unwrap.type": "io.debezium.connector.mongodb.transforms.ExtractNewDocumentState",
+        "transforms.unwrap.add.fields": "op,collection",
+        "transforms.unwrap.add.headers": "op,db",
+        "transforms.unwrap.delete.tombstone.handling.mode": "rewrite-with-tombstone",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": f"{prefix}\\.{rec.DB}\\.(.*)",
+        "transforms.route.replacement": f"{prefix}.flat.$1",
+        "key.converter": JSON_CONVERTER,
+        "value.converter": JSON_CONVERTER,
+        "key.converter.schemas.enable": "false",
+        "value.converter.schemas.enable": "true",
+    }
 
 
 def _settings(prefix: str, mongo_uri: str) -> dict[str, str]:
@@ -61,17 +83,23 @@ def _wait(condition: Any, what: str, explain: Any = None) -> None:
         time.sleep(0.1)
 
 
-def _mongocdc(tmp: Path, prefix: str, mongo_uri: str, bootstrap: str, schemas: bool) -> CliProcess:
+def _converters(schemas: bool) -> dict[str, str]:
+    return {
+        "key.converter": JSON_CONVERTER,
+        "value.converter": JSON_CONVERTER,
+        "key.converter.schemas.enable": str(schemas).lower(),
+        "value.converter.schemas.enable": str(schemas).lower(),
+    }
+
+
+def _mongocdc(tmp: Path, prefix: str, mongo_uri: str, bootstrap: str, records: dict[str, str]) -> CliProcess:
     settings: dict[str, Any] = {
         key: value for key, value in _settings(prefix, mongo_uri).items() if not key.startswith("topic.creation.")
     }
     settings.update(
         {
             "name": prefix,
-            "key.converter": JSON_CONVERTER,
-            "value.converter": JSON_CONVERTER,
-            "key.converter.schemas.enable": str(schemas).lower(),
-            "value.converter.schemas.enable": str(schemas).lower(),
+            **records,
             "offset.storage.file.filename": str(tmp / f"{prefix}.db"),
             "offset.flush.interval.ms": "200",
             "kafka.bootstrap.servers": bootstrap,
@@ -90,7 +118,7 @@ def _records(reader: rec.TopicReader, prefix: str) -> list[Record]:
 
 
 @pytest.fixture(scope="module")
-def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) -> Iterator[dict[bool, Comparison]]:
+def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) -> Iterator[dict[Any, Comparison]]:
     tmp = tmp_path_factory.mktemp("compat")
     with rec.SecantusServer(data_dir=tmp / "mongo") as mongo:
         client: pymongo.MongoClient[RawBSONDocument] = pymongo.MongoClient(
@@ -98,7 +126,7 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
         )
         work = rec.Workload(client)
         rec.prepare(work)
-        for dbz, mc in PAIRS.values():
+        for dbz, mc in (*PAIRS.values(), CHAIN):
             for prefix in (dbz, mc):
                 work.create(f"signals_{prefix}")
         snapshot_records = work.expected_records
@@ -107,21 +135,14 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
         streams: list[CliProcess] = []
         try:
             connect.start()
-            for schemas, (dbz, mc) in PAIRS.items():
-                config = _settings(dbz, mongo.uri)
-                config.update(
-                    {
-                        "key.converter": JSON_CONVERTER,
-                        "value.converter": JSON_CONVERTER,
-                        "key.converter.schemas.enable": str(schemas).lower(),
-                        "value.converter.schemas.enable": str(schemas).lower(),
-                    }
-                )
-                connect.create_connector(dbz, config)
-                streams.append(_mongocdc(tmp, mc, mongo.uri, kafka_bootstrap, schemas))
-            for dbz, _ in PAIRS.values():
+            runs = [(dbz, mc, _converters(schemas)) for schemas, (dbz, mc) in PAIRS.items()]
+            runs.append((CHAIN[0], CHAIN[1], {}))
+            for dbz, mc, records in runs:
+                connect.create_connector(dbz, {**_settings(dbz, mongo.uri), **(records or _chain(dbz))})
+                streams.append(_mongocdc(tmp, mc, mongo.uri, kafka_bootstrap, records or _chain(mc)))
+            for dbz, _, _ in runs:
                 connect.wait_until_running(dbz)
-            prefixes = [p for pair in PAIRS.values() for p in pair]
+            prefixes = [p for dbz, mc, _ in runs for p in (dbz, mc)]
 
             def counts() -> str:
                 states = {p: _count(reader, p) for p in prefixes}
@@ -142,6 +163,7 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
             rec.stream(work, settle)
 
             # An incremental snapshot of a collection Debezium 3.6.1 can chunk (int32 _ids only).
+            flat_customers = {p: reader.count(lambda n, p=p: n == f"{p}.flat.customers") for p in CHAIN}
             for prefix in prefixes:
                 signal_doc = {
                     "_id": f"incremental-{prefix}",
@@ -151,6 +173,8 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
                 client[rec.DB][f"signals_{prefix}"].insert_one(signal_doc)
 
             def incremental_done(prefix: str) -> bool:
+                if prefix in CHAIN:  # flattened: the two reads are two more records on the routed topic
+                    return reader.count(lambda n: n == f"{prefix}.flat.customers") >= flat_customers[prefix] + 2
                 reads = [
                     r
                     for r in _records(reader, prefix)
@@ -167,15 +191,15 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
             for process in streams:
                 assert process.stop(signal.SIGTERM) == 0, process.stderr
             connect.stop()
-        result = {
-            schemas: compare(
+        result: dict[Any, Comparison] = {
+            name: compare(
                 _records(reader, dbz),
                 _records(reader, mc),
                 reference_prefix=dbz,
                 compared_prefix=mc,
                 partitions=reader.topics(),
             )
-            for schemas, (dbz, mc) in PAIRS.items()
+            for name, (dbz, mc) in [*PAIRS.items(), ("chain", CHAIN)]
         }
         reader.close()
         client.close()
@@ -183,7 +207,7 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
 
 
 @pytest.mark.parametrize("schemas", [False, True], ids=["schemas.enable=false", "schemas.enable=true"])
-def test_mongocdc_writes_what_debezium_writes(comparisons: dict[bool, Comparison], schemas: bool) -> None:
+def test_mongocdc_writes_what_debezium_writes(comparisons: dict[Any, Comparison], schemas: bool) -> None:
     result = comparisons[schemas]
     differences = [d.describe() for d in result.differences]
     assert differences == [], "\n".join(differences)
@@ -195,8 +219,20 @@ def test_mongocdc_writes_what_debezium_writes(comparisons: dict[bool, Comparison
     assert sum(a for a, _ in topics.values()) > 120
 
 
+def test_a_transform_chain_writes_what_debeziums_writes(comparisons: dict[Any, Comparison]) -> None:
+    result = comparisons["chain"]
+    differences = [d.describe() for d in result.differences]
+    assert differences == [], "\n".join(differences)
+    topics = result.records
+    # routed: every collection's records on <prefix>.flat.<collection>, none left on the original topics
+    assert topics["<prefix>.flat.types"][0] > 20 and f"<prefix>.{rec.DB}.types" not in topics
+    assert topics["<prefix>.transaction"] == (4, 4)
+    assert topics["__debezium-heartbeat.<prefix>"][1] > 0
+    assert sum(a for a, _ in topics.values()) > 120
+
+
 def test_topic_compare_reports_the_same_from_the_command_line(
-    comparisons: dict[bool, Comparison], kafka_bootstrap: str
+    comparisons: dict[Any, Comparison], kafka_bootstrap: str
 ) -> None:
     dbz, mc = PAIRS[False]
     result = run_cli(

@@ -405,8 +405,11 @@ class RecordPipeline:
                 raise
             self.skipped += 1
             if self.log_errors:
-                log.error("errors.tolerance=all: skipped a record of %s the transforms or converters failed on: %s",
-                          topic, exc)
+                log.error(
+                    "errors.tolerance=all: skipped a record of %s the transforms or converters failed on: %s",
+                    topic,
+                    exc,
+                )
             return None
 
 

@@ -141,7 +141,11 @@ class KafkaSink:
                     on_ack()
                 return
             topic, key, value, headers, partition = (
-                output.topic, output.key, output.value, output.headers, output.partition
+                output.topic,
+                output.key,
+                output.value,
+                output.headers,
+                output.partition,
             )
         producer = self._client()
         producer.check()

@@ -178,8 +178,9 @@ def test_keys_and_values_with_different_schemas_are_each_written_as_their_conver
     assert records.config["key.converter.schemas.enable"] == "false"
     assert records.config["value.converter.schemas.enable"] == "true"
     # a JsonConverter named without schemas.enable has its default, true; the other side says false
-    settings = load_settings(write(tmp_path, f"key.converter={JSON_CONVERTER}\nvalue.converter.schemas.enable=false\n"),
-                             {}, {})
+    settings = load_settings(
+        write(tmp_path, f"key.converter={JSON_CONVERTER}\nvalue.converter.schemas.enable=false\n"), {}, {}
+    )
     assert settings.record_format.uses_pipeline
     assert "key.converter.schemas.enable" not in settings.record_format.config  # the converter's own default
 
@@ -249,8 +250,13 @@ def test_framework_keys_are_reported_once_in_one_warning(tmp_path: Path, caplog:
         assert key in text, key
         assert key in settings.ignored, key
     # transforms, predicates, converter settings and errors.tolerance take effect, as in Kafka Connect
-    for key in ("transforms", "transforms.unwrap.type", "predicates.isOrders.type", "value.converter.decimal.format",
-                "errors.tolerance"):
+    for key in (
+        "transforms",
+        "transforms.unwrap.type",
+        "predicates.isOrders.type",
+        "value.converter.decimal.format",
+        "errors.tolerance",
+    ):
         assert key not in text and key not in settings.ignored, key
         assert settings.connect_records[key], key
     assert settings.record_format.transforms == ("unwrap", "route") and settings.record_format.tolerates_errors
@@ -261,7 +267,9 @@ def test_framework_keys_are_reported_once_in_one_warning(tmp_path: Path, caplog:
     assert "topic.creation" not in text and "topic.creation.default.partitions" not in settings.ignored
     rules = settings.topic_creation_rules
     assert rules is not None and (rules.default.partitions, rules.default.replication_factor) == (6, 3)
-    assert "unwrap (io.debezium.connector.mongodb.transforms.ExtractNewDocumentState)" in settings.record_format.describe()
+    assert (
+        "unwrap (io.debezium.connector.mongodb.transforms.ExtractNewDocumentState)" in settings.record_format.describe()
+    )
     # values that change nothing are accepted silently
     for key in (
         "header.converter",  # SimpleHeaderConverter: how mongocdc writes its headers
