@@ -5,7 +5,8 @@ Debezium 3.6.1.Final runs in Kafka Connect (``tests/services/connect.py``) next 
 JsonConverter's ``schemas.enable=false`` and one with ``true``, each connector with its own topic
 prefix and signal collection, and a third pair with the transform chain teams run most
 (ExtractNewDocumentState and RegexRouter, keys without schemas and values with them). The workload
-(``tests/services/record_debezium.py``) covers every BSON and ``_id`` type, every update form (operators, pipelines, truncated arrays), replace, delete,
+(``tests/services/record_debezium.py``) covers every BSON and ``_id`` type, every update form
+(operators, pipelines, truncated arrays), replace, delete,
 transactions over two collections, an initial snapshot and an incremental snapshot. Every topic of
 each pair is then compared record by record with ``mongocdc.events.compare`` (``mongocdc topic
 compare`` does the same for a user's own deployment): keys byte for byte, partitions, every value
