@@ -39,7 +39,9 @@ def test_a_rest_body_streams_with_its_converters_schemas_and_delay(
                     "value.converter.schemas.enable": "true",
                     "transforms": "unwrap",
                     "transforms.unwrap.type": "io.debezium.connector.mongodb.transforms.ExtractNewDocumentState",
+                    "transforms.unwrap.add.fields": "op",
                     "errors.tolerance": "all",
+                    "errors.deadletterqueue.topic.name": "dlq",
                 },
             },
             indent=2,
@@ -51,7 +53,7 @@ def test_a_rest_body_streams_with_its_converters_schemas_and_delay(
 
     validated = run_cli("config", "validate", "-c", str(connector))
     assert validated.returncode == 0, validated.stderr
-    assert validated.stderr.count("no effect in mongocdc") == 1
+    assert validated.stderr.count("no effect in mongocdc") == 1  # only the dead letter queue: sink connectors' own
 
     stream = CliProcess("stream", "-c", str(connector), "--bootstrap-servers", kafka_bootstrap, "--offsets", offsets)
     try:
@@ -63,14 +65,22 @@ def test_a_rest_body_streams_with_its_converters_schemas_and_delay(
         code = stream.stop(signal.SIGTERM)
     assert code == 0, stream.stderr
     assert stream.stderr.count("no effect in mongocdc") == 1
-    assert "transforms, transforms.unwrap.type" in stream.stderr and "errors.tolerance" in stream.stderr
+    assert "errors.deadletterqueue.topic.name" in stream.stderr and "transforms.unwrap" not in stream.stderr
+    assert "ExtractNewDocumentState" in stream.stderr  # the converters and the chain in force are logged at start
 
     records = read_topic(kafka_bootstrap, topic)
     values = [json.loads(r.value()) for r in records]
     keys = [json.loads(r.key()) for r in records]
     assert all(set(v) == {"schema", "payload"} for v in values)  # the converters' schemas.enable=true
     assert all(set(k) == {"schema", "payload"} for k in keys)
-    assert sorted(v["payload"]["op"] for v in values) == ["c", "r", "r"]
+    # flattened by the connector's ExtractNewDocumentState: the documents themselves, with the added __op
+    payloads = sorted((v["payload"] for v in values), key=lambda p: p["_id"])
+    assert payloads == [
+        {"_id": 1, "qty": 1, "__op": "r"},
+        {"_id": 2, "qty": 2, "__op": "r"},
+        {"_id": 3, "qty": 3, "__op": "c"},
+    ]
+    assert [k["payload"] for k in keys if k["payload"]["id"] == 3] == [{"id": 3}]  # the key's id typed, as Debezium's
 
     shown = run_cli("offsets", "show", "-c", str(connector), "--offsets", offsets, "--output", "json")
     assert shown.returncode == 0, shown.stderr

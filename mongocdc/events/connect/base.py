@@ -110,10 +110,24 @@ def choice(options: Mapping[str, str], name: str, default: str, allowed: Sequenc
     return allowed[pool.index(probe)]
 
 
+_JAVA_NAMED_GROUP = re.compile(
+    r"\\k<([A-Za-z][A-Za-z0-9]*)>|\\.|\[(?:\\.|[^\]\\])*\]|\(\?<([A-Za-z][A-Za-z0-9]*)>", re.S
+)
+
+
+def _python_group(match: re.Match[str]) -> str:
+    if match.group(1):
+        return f"(?P={match.group(1)})"
+    if match.group(2):
+        return f"(?P<{match.group(2)}>"
+    return match.group()
+
+
 def java_regex(pattern: str) -> re.Pattern[str]:
-    """A ``java.util.regex.Pattern`` as Python's ``re`` reads it (the common subset; ``$1`` replacements are
-    turned into ``\\1`` by :func:`java_replacement`)."""
-    return re.compile(pattern)
+    """A ``java.util.regex.Pattern`` as Python's ``re`` reads it (the common subset, with Java's named groups
+    ``(?<name>…)`` and ``\\k<name>`` spelt Python's way; ``$1`` replacements are turned into ``\\1`` by
+    :func:`java_replacement`)."""
+    return re.compile(_JAVA_NAMED_GROUP.sub(_python_group, pattern))
 
 
 def java_replacement(replacement: str) -> str:

@@ -42,9 +42,11 @@ from mongocdc.events.connect.data import (
     Header,
     Schema,
     Struct,
+    Type,
+    millis_of,
     string_header,
 )
-from mongocdc.events.connect.json import JsonConverter, JsonConverterConfig
+from mongocdc.events.connect.json import JsonConverter, JsonConverterConfig, java_float
 
 log = logging.getLogger("mongocdc.transforms")
 
@@ -228,16 +230,17 @@ def build_converter(config: Mapping[str, str], side: str, default: str = JSON_CO
 # --- headers (SimpleHeaderConverter) ----------------------------------------------------------------------
 
 
-def header_text(value: Any) -> str | None:
-    """``Values.convertToString``: what SimpleHeaderConverter writes for a header value."""
+def header_text(value: Any, schema: Schema | None = None) -> str | None:
+    """``Values.convertToString``: what SimpleHeaderConverter writes for a header value (``schema`` tells a
+    ``float32``, written as Java's ``Float``, from a ``float64``)."""
     if value is None:
         return None
     out: list[str] = []
-    _append(out, value, embedded=False)
+    _append(out, value, embedded=False, schema=schema)
     return "".join(out)
 
 
-def _append(out: list[str], value: Any, *, embedded: bool) -> None:
+def _append(out: list[str], value: Any, *, embedded: bool, schema: Schema | None = None) -> None:
     if value is None:
         out.append("null")
     elif isinstance(value, bool):
@@ -245,7 +248,7 @@ def _append(out: list[str], value: Any, *, embedded: bool) -> None:
     elif isinstance(value, int):
         out.append(str(value))
     elif isinstance(value, float):
-        out.append(java_double(value))
+        out.append(java_float(value) if schema is not None and schema.type is Type.FLOAT32 else java_double(value))
     elif isinstance(value, str):
         out.append('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' if embedded else value)
     elif isinstance(value, (bytes, bytearray)):
@@ -256,16 +259,16 @@ def _append(out: list[str], value: Any, *, embedded: bool) -> None:
         for position, item in enumerate(value):
             if position:
                 out.append(",")
-            _append(out, item, embedded=True)
+            _append(out, item, embedded=True, schema=None if schema is None else schema.value_schema)
         out.append("]")
     elif isinstance(value, dict):
         out.append("{")
         for position, (key, item) in enumerate(value.items()):
             if position:
                 out.append(",")
-            _append(out, key, embedded=True)
+            _append(out, key, embedded=True, schema=None if schema is None else schema.key_schema)
             out.append(":")
-            _append(out, item, embedded=True)
+            _append(out, item, embedded=True, schema=None if schema is None else schema.value_schema)
         out.append("}")
     elif isinstance(value, Struct):
         out.append("{")
@@ -274,7 +277,7 @@ def _append(out: list[str], value: Any, *, embedded: bool) -> None:
                 out.append(",")
             _append(out, f.name, embedded=True)
             out.append(":")
-            _append(out, value.get(f.name), embedded=True)
+            _append(out, value.get(f.name), embedded=True, schema=f.schema)
         out.append("}")
     elif isinstance(value, dt.datetime):
         out.append(_date_text(value))
@@ -283,13 +286,15 @@ def _append(out: list[str], value: Any, *, embedded: bool) -> None:
 
 
 def _date_text(value: dt.datetime) -> str:
-    """``Values.dateFormatFor``: a date, a time or a timestamp in ISO 8601 (UTC)."""
+    """``Values.dateFormatFor``: a time for an instant before 1970-01-02 (any earlier one too), a date for one at
+    midnight, else a timestamp, in ISO 8601 (UTC)."""
     value = value.astimezone(dt.UTC)
-    if (value.hour, value.minute, value.second, value.microsecond) == (0, 0, 0, 0):
-        return value.strftime("%Y-%m-%d")
-    if (value.year, value.month, value.day) == (1970, 1, 1):
-        return value.strftime("%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    millis = millis_of(value)
+    clock = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond // 1000:03d}Z"
+    if millis < 86_400_000:
+        return clock
+    day = f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+    return day if millis % 86_400_000 == 0 else f"{day}T{clock}"
 
 
 # --- the pipeline ------------------------------------------------------------------------------------------
@@ -377,7 +382,7 @@ class RecordPipeline:
     def write(self, record: ConnectRecord) -> Output:
         headers: list[tuple[str, str | bytes | None]] = []
         for h in record.headers:
-            text_ = header_text(h.value)
+            text_ = header_text(h.value, h.schema)
             headers.append((h.key, None if text_ is None else text_.encode()))
         return Output(
             record.topic,

@@ -42,19 +42,26 @@ from mongocdc.events.connect.data import (
 )
 
 _basestring: Callable[[str], str] = json.encoder.encode_basestring
-_ESCAPED: Final = re.compile(r'["\\\x00-\x1f]')
+_ESCAPED: Final = re.compile(r'["\\\x00-\x1f\ud800-\udfff\U00010000-\U0010ffff]')
+_UTF16_ESCAPED: Final = re.compile(r"[\ud800-\udfff\U00010000-\U0010ffff]")
 _SHORT: Final = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
 def _escape(match: re.Match[str]) -> str:
     ch = match.group()
-    return _SHORT.get(ch) or f"\\u{ord(ch):04X}"
+    code = ord(ch)
+    if code > 0xFFFF:  # Jackson writes a character beyond the BMP as its two UTF-16 surrogates, escaped
+        code -= 0x10000
+        return f"\\u{0xD800 | code >> 10:04X}\\u{0xDC00 | code & 0x3FF:04X}"
+    return _SHORT.get(ch) or f"\\u{code:04X}"
 
 
 def json_string(text: str) -> str:
-    """A JSON string as Jackson writes it (non-ASCII as is; ``\\u001F``, not ``\\u001f``)."""
+    """A JSON string as Jackson writes it (other non-ASCII characters as they are; ``\\u001F``, not ``\\u001f``;
+    a character beyond the BMP, or a lone surrogate, as ``\\uD83D\\uDE00``)."""
     quoted = _basestring(text)
-    if "\\u00" in quoted:  # a control character without a short escape: Jackson's hex digits are upper case
+    # a control character without a short escape, or a surrogate: Jackson's hex digits are upper case
+    if "\\u00" in quoted or (not text.isascii() and _UTF16_ESCAPED.search(text)):
         return '"' + _ESCAPED.sub(_escape, text) + '"'
     return quoted
 
@@ -284,7 +291,7 @@ class JsonConverter:
         """``toConnectData`` with ``schemas.enable``: the schema and value of an envelope."""
         if data is None:
             return None, None
-        node = json.loads(data)
+        node = json.loads(data, parse_float=_big_decimal_double)
         if not isinstance(node, dict) or set(node) != {"schema", "payload"}:
             raise DataError(
                 'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
@@ -334,6 +341,11 @@ class JsonConverter:
                 result.put(f.name, self.value_from_json(f.schema, node.get(f.name)))
             return result
         return node
+
+
+def _big_decimal_double(text: str) -> float:
+    """A JSON fraction as Connect's JsonDeserializer reads it: a ``BigDecimal`` (no negative zero), then a double."""
+    return float(text) + 0.0
 
 
 class _NotLogical:
