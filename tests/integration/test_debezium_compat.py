@@ -39,7 +39,9 @@ PAIRS = {False: ("dbzf", "mcf"), True: ("dbzt", "mct")}
 CHAIN = ("dbzu", "mcu")
 """A pair with the chain teams run most: documents flattened by ExtractNewDocumentState (with added fields and
 headers, deletes rewritten and their tombstones kept) and routed by RegexRouter, keys without schemas and values
-with them."""
+with them. The flattening skips, by a negated predicate, the two collections whose documents Debezium's transform
+fails on (MinKey/MaxKey ``_id``s, JavaScript with scope, arrays of mixed types: the task is killed), as a team with
+such collections configures it."""
 WAIT_S = 120.0
 
 
@@ -50,6 +52,11 @@ def _chain(prefix: str) -> dict[str, str]:
         "transforms.unwrap.add.fields": "op,collection",
         "transforms.unwrap.add.headers": "op,db",
         "transforms.unwrap.delete.tombstone.handling.mode": "rewrite-with-tombstone",
+        "transforms.unwrap.predicate": "unflattened",
+        "transforms.unwrap.negate": "true",
+        "predicates": "unflattened",
+        "predicates.unflattened.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+        "predicates.unflattened.pattern": f"{prefix}\\.{rec.DB}\\.(ids|types)",
         "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
         "transforms.route.regex": f"{prefix}\\.{rec.DB}\\.(.*)",
         "transforms.route.replacement": f"{prefix}.flat.$1",
@@ -227,6 +234,7 @@ def test_a_transform_chain_writes_what_debeziums_writes(comparisons: dict[Any, C
     topics = result.records
     # routed: every collection's records on <prefix>.flat.<collection>, none left on the original topics
     assert topics["<prefix>.flat.types"][0] > 20 and f"<prefix>.{rec.DB}.types" not in topics
+    assert topics["<prefix>.flat.customers"][0] > 5
     assert topics["<prefix>.transaction"] == (4, 4)
     assert topics["__debezium-heartbeat.<prefix>"][1] > 0
     assert sum(a for a, _ in topics.values()) > 120

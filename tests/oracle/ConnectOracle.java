@@ -47,14 +47,17 @@ public class ConnectOracle {
     record Stage(Transformation<SourceRecord> transform, Predicate<SourceRecord> predicate, boolean negate) {}
 
     public static void main(String[] args) throws Exception {
+        // Standard output carries the answer only: whatever the classes log or print goes to standard error.
+        java.io.PrintStream answer = System.out;
+        System.setOut(System.err);
         JsonNode input = MAPPER.readTree(System.in);
         ObjectNode output = MAPPER.createObjectNode();
         ArrayNode cases = output.putArray("cases");
         for (JsonNode c : input.get("cases")) {
             cases.add(runCase(c));
         }
-        System.out.write(MAPPER.writeValueAsBytes(output));
-        System.out.flush();
+        answer.write(MAPPER.writeValueAsBytes(output));
+        answer.flush();
     }
 
     static Map<String, String> withPrefix(Map<String, String> config, String prefix) {

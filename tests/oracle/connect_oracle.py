@@ -56,7 +56,7 @@ def run(cases: Sequence[Mapping[str, Any]], *, timeout_s: float = 300.0) -> list
             "-XX:TieredStopAtLevel=1",
             "-cp",
             os.pathsep.join([str(classes), classpath]),
-            "-Dlog4j2.level=ERROR",
+            "-Dlog4j2.level=OFF",
             "ConnectOracle",
         ],
         input=json.dumps({"cases": list(cases)}).encode(),

@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -964,16 +963,8 @@ def _outcome(result: Mapping[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def oracle(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[dict[str, list[str]], dict[str, Expected]]]:
-    """Each case's differences from Connect, and what Connect did with it (one JVM run, inside ``compare``).
-
-    Debezium logs some of these cases at ERROR (an update under ``table.op.invalid.behavior=error``, a refused
-    ByLogicalTableRouter configuration), and the oracle JVM's default log4j configuration writes ERROR lines to
-    the standard output it answers on: logging is switched off for this run."""
-    quiet = tmp_path_factory.mktemp("log4j") / "log4j2-off.properties"
-    quiet.write_text("rootLogger.level = OFF\n")
+def oracle() -> Iterator[tuple[dict[str, list[str]], dict[str, Expected]]]:
+    """Each case's differences from Connect, and what Connect did with it (one JVM run, inside ``compare``)."""
     names = list(CASES)
     seen: list[list[dict[str, Any]]] = []
     real_run = connect_oracle.run
@@ -985,8 +976,6 @@ def oracle(
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(connect_oracle, "run", recording_run)
-        tool_options = os.environ.get("JAVA_TOOL_OPTIONS", "")
-        patch.setenv("JAVA_TOOL_OPTIONS", f"{tool_options} -Dlog4j2.configurationFile={quiet}".strip())
         found = compare([CASES[name][:2] for name in names])
     problems: dict[str, list[str]] = {name: [] for name in names}
     for problem in found:
