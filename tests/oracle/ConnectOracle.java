@@ -119,16 +119,27 @@ public class ConnectOracle {
         JsonConverter reader = new JsonConverter();
         reader.configure(Map.of("schemas.enable", "true"), false);
         ArrayNode records = result.putArray("records");
+        // Debezium's tombstone shares the ConnectHeaders object of the delete before it (EventDispatcher makes it
+        // with record.headers()), so headers a transform adds in place to the delete are on the tombstone too.
+        String previousTopic = null;
+        String previousKey = null;
+        ConnectHeaders previousHeaders = null;
         for (JsonNode r : c.get("records")) {
             ObjectNode out = records.addObject();
             try {
                 String topic = r.get("topic").asText();
                 SchemaAndValue key = reader.toConnectData(topic, bytes(r.get("key")));
                 SchemaAndValue value = reader.toConnectData(topic, bytes(r.get("value")));
-                ConnectHeaders headers = new ConnectHeaders();
-                if (r.has("headers")) {
+                String keyText = r.hasNonNull("key") ? r.get("key").asText() : null;
+                boolean tombstoneOfPrevious = !r.hasNonNull("value") && topic.equals(previousTopic)
+                        && java.util.Objects.equals(keyText, previousKey) && previousHeaders != null;
+                ConnectHeaders headers = tombstoneOfPrevious ? previousHeaders : new ConnectHeaders();
+                if (!tombstoneOfPrevious && r.has("headers")) {
                     for (JsonNode h : r.get("headers")) headers.addString(h.get(0).asText(), h.get(1).isNull() ? null : h.get(1).asText());
                 }
+                previousTopic = topic;
+                previousKey = keyText;
+                previousHeaders = headers;
                 Long timestamp = r.hasNonNull("timestamp") ? r.get("timestamp").asLong() : null;
                 Integer partition = r.hasNonNull("partition") ? r.get("partition").asInt() : null;
                 SourceRecord record = new SourceRecord(Map.of(), Map.of(), topic, partition,

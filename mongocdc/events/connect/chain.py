@@ -20,6 +20,7 @@ import base64
 import datetime as dt
 import importlib
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -323,6 +324,8 @@ class RecordPipeline:
     ``errors.log.enable``), as Kafka Connect's source tasks skip it, instead of stopping the connector."""
     log_errors: bool = False
     _reader: JsonConverter = field(default_factory=JsonConverter)
+    _last: threading.local = field(default_factory=threading.local)
+    """This thread's last record: topic, key bytes, its headers and the headers added to them in place."""
     dropped: int = 0
     """Records a transform dropped."""
     skipped: int = 0
@@ -358,15 +361,25 @@ class RecordPipeline:
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> ConnectRecord:
-        """The Connect record of what the codec wrote (key and value with their schemas, string headers)."""
+        """The Connect record of what the codec wrote (key and value with their schemas, string headers).
+
+        A tombstone right after a record of the same topic and key (on this thread: the connector's tasks share the
+        sink) is that delete's tombstone, which in Debezium shares the delete's headers: it has them, with what the
+        chain added to them in place (``ConnectRecord.shared_headers``)."""
         key_schema, key_value = self._reader.to_connect(key)
         value_schema, value_value = self._reader.to_connect(value)
         connect_headers = tuple(
             string_header(name, None if data is None else data.decode() if isinstance(data, bytes) else data)
             for name, data in headers or ()
         )
+        last = getattr(self._last, "record", None)
+        shared: list[Header] = []
+        if value is None and last is not None and last[0] == topic and last[1] == key:
+            connect_headers, shared = last[2], last[3]  # the delete's headers, as they are now
+            connect_headers += tuple(shared)
+        self._last.record = (topic, key, connect_headers, shared)
         return ConnectRecord(
-            topic, partition, key_schema, key_value, value_schema, value_value, timestamp, connect_headers
+            topic, partition, key_schema, key_value, value_schema, value_value, timestamp, connect_headers, shared
         )
 
     def transform(self, record: ConnectRecord) -> ConnectRecord | None:

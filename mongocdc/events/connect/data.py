@@ -300,7 +300,14 @@ def string_header(key: str, value: str | None) -> Header:
 @dataclass(frozen=True, slots=True)
 class ConnectRecord:
     """``SourceRecord`` as far as transforms and converters see it (the source partition and offset stay with the
-    engine: a transform cannot change them). ``headers`` is in order, keys may repeat."""
+    engine: a transform cannot change them). ``headers`` is in order, keys may repeat.
+
+    ``shared_headers``: Connect's headers are mutable and a record made with ``newRecord`` gets a copy of them,
+    but Debezium's tombstone shares the very ``ConnectHeaders`` of the delete before it, so a header a transform
+    adds in place to the delete (``record.headers().add``, as ``ExtractNewDocumentState``'s ``add.headers``
+    does) is on the tombstone too. A transform that adds headers in place to the record it was handed also
+    appends them to this list, which the pipeline hands to the tombstone that follows (``chain.RecordPipeline``);
+    ``None`` on a record a transform made (``new_record``), whose headers are its own."""
 
     topic: str
     partition: int | None
@@ -310,10 +317,20 @@ class ConnectRecord:
     value: Any
     timestamp: int | None = None
     headers: tuple[Header, ...] = ()
+    shared_headers: list[Header] | None = field(default=None, compare=False)
 
     def new_record(self, **changes: Any) -> ConnectRecord:
-        """``newRecord``: the same record with ``changes`` (``topic=``, ``value=``, ``headers=``, …)."""
+        """``newRecord``: the same record with ``changes`` (``topic=``, ``value=``, ``headers=``, …), with
+        headers of its own."""
+        changes.setdefault("shared_headers", None)
         return replace(self, **changes)
+
+    def add_headers_in_place(self, added: Sequence[Header]) -> ConnectRecord:
+        """``record.headers().add(…)`` for each of ``added``: the record with them, and every record sharing this
+        one's headers (see ``shared_headers``) gets them too."""
+        if self.shared_headers is not None:
+            self.shared_headers.extend(added)
+        return replace(self, headers=self.headers + tuple(added))
 
     def header_values(self, key: str) -> Sequence[Header]:
         return [h for h in self.headers if h.key == key]

@@ -1179,8 +1179,8 @@ class ExtractNewDocumentState:
 
     def _apply(self, record: ConnectRecord) -> ConnectRecord | None:
         value = record.value
-        if self.add_headers:
-            record = record.new_record(headers=record.headers + self._headers(value))
+        if self.add_headers:  # in place, as Debezium adds them: a tombstone sharing them gets them too
+            record = record.add_headers_in_place(self._headers(value))
         key_document = parse_document('{ "id" : ' + self._key_text(record) + "}")
         if value is None:  # a tombstone
             if self.mode != "rewrite-with-tombstone":
