@@ -171,11 +171,10 @@ def kafka_sink(settings: Settings, *, transactional_id: str | None = None) -> Ka
 
 def record_pipeline(settings: Settings) -> RecordPipeline | None:
     """The connector's transforms and converters, or ``None`` when the codec writes the records itself
-    (``config/records.py``); logged once per connector."""
+    (``config/records.py``); the converters in force, where they came from, and the chain are logged."""
     records = settings.record_format
     pipeline = records.pipeline()
-    if pipeline is not None:
-        log.info("records are written through Kafka Connect's converters and transforms: %s", records.describe())
+    log.info("records: %s", records.describe())
     return pipeline
 
 

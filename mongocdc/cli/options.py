@@ -94,7 +94,14 @@ OFFSETS: Final = SettingsFlag(
 )
 """``--offsets sqlite:PATH|kafka:TOPIC``: ``offset.storage`` and the file or topic, in one option."""
 
-CONNECTOR_FLAGS: Final = ("mongodb.connection.string", "topic.prefix", "kafka.bootstrap.servers", OFFSETS, "name")
+CONNECTOR_FLAGS: Final = (
+    "mongodb.connection.string",
+    "topic.prefix",
+    "kafka.bootstrap.servers",
+    OFFSETS,
+    "name",
+    "worker.config",
+)
 """What a connector's commands (``stream``, ``snapshot``, ``config``) take: where it reads, writes and keeps offsets."""
 
 Command = TypeVar("Command", bound=Callable[..., Any])

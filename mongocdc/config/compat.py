@@ -461,7 +461,7 @@ def translate(entries: Mapping[str, object], origin: str, *, is_property: Iterab
             result.accepted[name] = compat.note
         else:
             result.ignored[name] = _ignored_note(name, compat, entries)
-    _map_schemas(schemas, converters, origin, result)
+    _map_schemas(schemas, converters, origin, result, pasted="connector.class" in entries)
     return result
 
 
@@ -550,12 +550,17 @@ def _map(name: str, value: object, text: str, origin: str, result: Translation) 
     result.accepted[name] = _CONFIG_PROVIDERS.note
 
 
-def _map_schemas(schemas: dict[str, bool], converters: dict[str, str], origin: str, result: Translation) -> None:
+def _map_schemas(
+    schemas: dict[str, bool], converters: dict[str, str], origin: str, result: Translation, *, pasted: bool = False
+) -> None:
     """``schemas.enable`` from the JsonConverters' settings.
 
     A converter set in the connector configuration without its own
     ``schemas.enable`` writes schemas (JsonConverter's default is true); one not
-    set there is the worker's, whose settings mongocdc does not know.
+    set there is the worker's: a Kafka Connect configuration (``pasted``, it names
+    ``connector.class``) that names none gets Kafka Connect's default worker
+    converter, JsonConverter with schemas (``worker.config`` reads the worker's own,
+    ``config/records.py``).
     """
     if any(converter not in _JSON_NAMES for converter in converters.values()):
         return  # not JsonConverter on both sides: the record pipeline writes each side (config/records.py)
@@ -563,6 +568,11 @@ def _map_schemas(schemas: dict[str, bool], converters: dict[str, str], origin: s
     for side in converters:
         effective.setdefault(side, True)
     if not effective:
+        if pasted and _SCHEMAS not in result.values:
+            # A Kafka Connect connector configuration naming no converter gets the worker's, which is
+            # JsonConverter with schemas.enable=true unless the worker says otherwise (worker.config).
+            result.values[_SCHEMAS] = True
+            result.spelled[_SCHEMAS] = "connector.class: Kafka Connect's default converter, JsonConverter with schemas"
         return
     values = set(effective.values())
     if len(values) > 1:

@@ -401,6 +401,46 @@ def _read_properties(text: str, path: Path, notes: list[str]) -> dict[str, str]:
     return mapping
 
 
+# --- a Kafka Connect worker's configuration ---------------------------------------------------
+
+
+def read_worker_config(path: Path) -> dict[str, str]:
+    """A Kafka Connect worker's properties: a ``connect-distributed.properties``/``connect-standalone.properties``
+    file, or a Strimzi ``KafkaConnect`` resource (its ``spec.config``, and ``spec.bootstrapServers`` as
+    ``bootstrap.servers``); YAML or JSON holding the properties themselves are read too. ``ConfigError`` when the
+    file cannot be read or holds no mapping."""
+    text = _read_text(path)
+    kind = detect_format(path, text)
+    notes: list[str] = []
+    document: object
+    if kind == "properties":
+        document = _read_properties(text, path, notes)
+    elif kind == "json":
+        document = _parse_json(text, path, notes)
+    else:
+        document = _parse_yaml(text, path)
+    if isinstance(document, Mapping) and document.get("kind") == "KafkaConnect":
+        spec = document.get("spec")
+        spec = spec if isinstance(spec, Mapping) else {}
+        config = spec.get("config")
+        document = dict(config) if isinstance(config, Mapping) else {}
+        if spec.get("bootstrapServers"):
+            document.setdefault("bootstrap.servers", spec["bootstrapServers"])
+    if not isinstance(document, Mapping):
+        raise ConfigError(
+            f"worker configuration {path} must hold the worker's properties (key.converter=…), not a "
+            f"{type(document).__name__}",
+            hint="give the Kafka Connect worker's .properties file or a Strimzi KafkaConnect resource",
+        )
+    return {str(key): _worker_text(value) for key, value in document.items() if value is not None}
+
+
+def _worker_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).strip()
+
+
 # --- envelopes -----------------------------------------------------------------------------
 
 

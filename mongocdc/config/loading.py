@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from mongocdc.config import compat, librdkafka, providers
-from mongocdc.config.formats import FILE_HINT, read_config_file
+from mongocdc.config.formats import FILE_HINT, read_config_file, read_worker_config
 from mongocdc.config.problems import config_error, consistency_problems, describe_invalid
 from mongocdc.config.properties import ENV_PREFIX, env_var_for
 from mongocdc.config.provenance import Provenance
@@ -170,6 +170,7 @@ def load_settings(
             check_librdkafka_key(prefix, key, raw.origin)
             clients[CLIENT_PREFIXES[prefix]][key] = text
 
+    worker_converters = _worker_converters(values, merged, provenance, problems)
     problems += consistency_problems(values)
     listed = values.get(_FILTER_LIST)
     if isinstance(listed, tuple):
@@ -184,11 +185,40 @@ def load_settings(
         snapshot_filter_overrides=filters,
         topic_creation=creation,
         connect_records=records,
+        worker_converters=worker_converters,
         ignored=report.ignored,
         provenance=provenance,
     )
     report.log()
     return settings
+
+
+_WORKER_CONVERTER_KEYS: Final = ("key.converter", "value.converter", "header.converter")
+
+
+def _worker_converters(
+    values: dict[str, object], merged: Mapping[str, _Raw], provenance: dict[str, Provenance], problems: list[str]
+) -> dict[str, str]:
+    """The converter keys of the Kafka Connect worker's properties (``worker.config``); its ``bootstrap.servers``
+    becomes ``kafka.bootstrap.servers`` when no source set that."""
+    path = values.get("worker.config")
+    if not path:
+        return {}
+    try:
+        worker = read_worker_config(Path(str(path)))
+    except ConfigError as exc:
+        problems.append(f"worker.config: {exc}")
+        return {}
+    servers = worker.get("bootstrap.servers")
+    if servers and "kafka.bootstrap.servers" not in merged:
+        values["kafka.bootstrap.servers"] = servers
+        provenance["kafka.bootstrap.servers"] = Provenance("file", f"{path} (the worker's bootstrap.servers)")
+    return {
+        key: value
+        for key, value in worker.items()
+        if key in _WORKER_CONVERTER_KEYS or key.startswith(tuple(f"{k}." for k in _WORKER_CONVERTER_KEYS))
+        if not key.endswith(".plugin.version")
+    }
 
 
 def _provenance(

@@ -6,6 +6,8 @@ every record: ``transforms`` and ``transforms.<alias>.*``, ``predicates`` and ``
 loader keeps them as they are (``Settings.connect_records``); :func:`record_format` decides from them what
 the records are:
 
+- each side's converter is the connector's, else the Kafka Connect worker's (``worker.config``), else
+  JsonConverter (``record_format`` says how, and ``RecordFormat.origins`` where each came from);
 - without transforms, with JsonConverter on both sides, the same ``schemas.enable`` on both and no other
   converter setting, the codec writes the records itself (``RecordFormat.pipeline`` is ``None``): the fast
   path, whose ``schemas.enable`` is the converters' (or mongocdc's own ``schemas.enable`` when the
@@ -22,7 +24,7 @@ naming the key, never a warning: a transform not applied would change every reco
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -57,11 +59,13 @@ class RecordFormat:
     """What writes the records of a connector (see the module docstring)."""
 
     config: Mapping[str, str]
-    """The record keys in force: the connector's, with each side's converter and ``schemas.enable`` filled in."""
+    """The record keys in force: the connector's, with each side's converter and its settings filled in."""
     schemas_enable: bool
     """The fast path's ``schemas.enable``; with a pipeline, whether the codec writes schemas (always)."""
     transforms: tuple[str, ...]
     """The aliases of the chain, in order."""
+    origins: Mapping[str, str] = field(default_factory=dict)
+    """Where each side's converter came from (``key``, ``value``): the connector, the worker, a default."""
 
     @property
     def uses_pipeline(self) -> bool:
@@ -80,12 +84,15 @@ class RecordFormat:
         return RecordPipeline.from_config(self.config)
 
     def describe(self) -> str:
-        """One line for the start-up log: the converters and the chain in force."""
+        """For the start-up log: each side's converter with its settings and where it came from, and the chain."""
         sides = []
         for side in ("key", "value"):
             name = self.config[f"{side}.converter"].rsplit(".", 1)[-1]
-            schemas = self.config.get(f"{side}.converter.schemas.enable")
-            sides.append(f"{side}s by {name}" + (f" (schemas.enable={schemas})" if schemas is not None else ""))
+            settings = ", ".join(f"{k}={v}" for k, v in sorted(_side_settings(self.config, side).items()))
+            origin = self.origins.get(side)
+            sides.append(
+                f"{side}s by {name}" + (f" ({settings})" if settings else "") + (f" from {origin}" if origin else "")
+            )
         chain = ", ".join(f"{alias} ({self.config.get(f'transforms.{alias}.type', '?')})" for alias in self.transforms)
         return "; ".join(sides) + (f"; transforms: {chain}" if chain else "; no transforms")
 
@@ -111,34 +118,65 @@ def _fast(config: Mapping[str, str]) -> bool:
     return settings[0].get("schemas.enable", "true").lower() == settings[1].get("schemas.enable", "true").lower()
 
 
-def record_format(keys: Mapping[str, str], schemas_enable: bool) -> RecordFormat:
+def record_format(
+    keys: Mapping[str, str],
+    schemas_enable: bool,
+    *,
+    worker: Mapping[str, str] | None = None,
+    worker_origin: str = "the worker configuration",
+    schemas_origin: str = "mongocdc's schemas.enable",
+) -> RecordFormat:
     """The record format of a connector with record keys ``keys`` and mongocdc's ``schemas.enable``.
 
-    A side whose converter the configuration does not name is JsonConverter with ``schemas_enable``; one it
-    names without ``<side>.converter.schemas.enable`` has the converter's default.
+    Each side's converter, as Kafka Connect picks it: the connector's ``<side>.converter`` with the connector's
+    ``<side>.converter.*``; else the worker's (``worker``: the worker configuration's converter keys) with the
+    worker's settings; else JsonConverter with ``<side>.converter.schemas.enable`` when the connector sets only
+    that (Kafka Connect would take the worker's converter, which mongocdc does not know without ``worker``);
+    else JsonConverter with ``schemas_enable`` (for a Kafka Connect configuration that names no converter,
+    ``compat`` maps it to Connect's default, true).
     """
+    worker = worker or {}
     config = {key: str(value).strip() for key, value in keys.items()}
+    origins: dict[str, str] = {}
     for side in ("key", "value"):
         named = config.get(f"{side}.converter")
-        if not named:
+        prefix = f"{side}.converter."
+        if named:
+            origins[side] = "the connector configuration"
+        elif worker.get(f"{side}.converter"):
+            for key in [k for k in config if k.startswith(prefix)]:
+                del config[key]  # Kafka Connect configures the worker's converter with the worker's settings
+            config.update({k: v for k, v in worker.items() if k == f"{side}.converter" or k.startswith(prefix)})
+            origins[side] = worker_origin
+        elif f"{prefix}schemas.enable" in config:
             config[f"{side}.converter"] = JSON_CONVERTER
-            config.setdefault(f"{side}.converter.schemas.enable", str(schemas_enable).lower())
-        elif named in _JSON_ALIASES:
+            origins[side] = f"the connector configuration ({prefix}schemas.enable)"
+        else:
             config[f"{side}.converter"] = JSON_CONVERTER
+            config[f"{prefix}schemas.enable"] = str(schemas_enable).lower()
+            origins[side] = schemas_origin
+        if config[f"{side}.converter"] in _JSON_ALIASES:
+            config[f"{side}.converter"] = JSON_CONVERTER
+    if not config.get("header.converter") and worker.get("header.converter"):
+        config.update({k: v for k, v in worker.items() if k == "header.converter" or k.startswith("header.converter.")})
     transforms = tuple(alias.strip() for alias in config.get("transforms", "").split(",") if alias.strip())
-    fast_schemas = schemas_enable
-    if not transforms and _fast(config):
-        fast_schemas = _side_settings(config, "value").get("schemas.enable", "true").lower() == "true"
     uses = bool(transforms) or not _fast(config)
-    return RecordFormat(config, True if uses else fast_schemas, transforms)
+    fast_schemas = _side_settings(config, "value").get("schemas.enable", "true").lower() == "true"
+    return RecordFormat(config, True if uses else fast_schemas, transforms, origins)
 
 
-def problems(keys: Mapping[str, str], schemas_enable: bool) -> list[str]:
+def problems(records: RecordFormat) -> list[str]:
     """Each record key a connector cannot start with: a class mongocdc does not implement, a refused setting."""
     from mongocdc.events.connect.chain import ChainConfigError, UnsupportedClassError
 
+    tolerance = records.config.get("errors.tolerance", "none").lower()
+    if tolerance not in ("none", "all"):
+        return [
+            f"errors.tolerance: invalid value {tolerance!r}: none (stop at a record a transform or converter "
+            "fails on) or all (skip it), as in Kafka Connect"
+        ]
     try:
-        record_format(keys, schemas_enable).pipeline()
+        records.pipeline()
     except UnsupportedClassError as exc:
         return [
             f"{exc.key}: {exc.what} {exc.class_name} is not implemented by mongocdc, so the records it would "

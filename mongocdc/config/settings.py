@@ -440,6 +440,18 @@ class Settings:
         'Wrap keys and values in the Kafka Connect JSON envelope `{"schema": …, "payload": …}`, like '
         "JsonConverter with `schemas.enable=true`.",
     )
+    worker_config: str | None = setting(
+        "worker.config",
+        _STRING,
+        None,
+        "A Kafka Connect worker's properties file (`connect-distributed.properties`) or a Strimzi `KafkaConnect` "
+        "resource: its `key.converter`, `value.converter` and `header.converter` (with their settings) apply to the "
+        "sides the connector names no converter for, as in Kafka Connect, and its `bootstrap.servers` is Kafka's "
+        "address unless `kafka.bootstrap.servers` is set. Without it, a Kafka Connect connector configuration "
+        "(one naming `connector.class`) that names no converter gets Connect's default: JsonConverter with schemas.",
+        path=True,
+        flag=Flag("--worker-config", "The Kafka Connect worker's properties (worker.config).", metavar="FILE"),
+    )
     extended_headers_enabled: bool = setting(
         "extended.headers.enabled",
         _BOOL,
@@ -970,6 +982,8 @@ class Settings:
     connect_records: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """Kafka Connect's keys that shape records (``transforms*``, ``predicates*``, ``*.converter*``), as given;
     ``record_format`` says what they make of the records (``config/records.py``)."""
+    worker_converters: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """The ``*.converter*`` keys of the Kafka Connect worker's properties (``worker.config``)."""
     one_shot_timeout_s: float | None = dataclasses.field(default=None, compare=False)
     """A one-shot command's ``--timeout``: its clients make one attempt of at most this many seconds to reach
     MongoDB or Kafka instead of the ``connect.*`` retries; ``None`` for ``stream``, ``snapshot``, ``replicate``."""
@@ -990,7 +1004,8 @@ class Settings:
             object.__setattr__(self, attr, FrozenMapping(side))
         object.__setattr__(self, "snapshot_filter_overrides", FrozenMapping(dict(self.snapshot_filter_overrides)))
         object.__setattr__(self, "topic_creation", FrozenMapping({k: str(v) for k, v in self.topic_creation.items()}))
-        object.__setattr__(self, "connect_records", FrozenMapping({k: str(v) for k, v in self.connect_records.items()}))
+        for attr in ("connect_records", "worker_converters"):
+            object.__setattr__(self, attr, FrozenMapping({k: str(v) for k, v in getattr(self, attr).items()}))
         object.__setattr__(self, "ignored", FrozenMapping(dict(self.ignored)))
         object.__setattr__(self, "provenance", dict(self.provenance))  # a copy; picklable, unlike a proxy
         problems = [
@@ -1009,8 +1024,8 @@ class Settings:
         )
         creation, creation_problems = parse_topic_creation(self.topic_creation)
         problems += creation_problems
-        if self.connect_records:
-            problems += record_problems(self.connect_records, self.schemas_enable)
+        if self.connect_records or self.worker_converters:
+            problems += record_problems(self.record_format)
         object.__setattr__(self, "_topic_creation", creation)
         if problems:
             raise config_error(problems)
@@ -1028,7 +1043,13 @@ class Settings:
     @property
     def record_format(self) -> RecordFormat:
         """How records are written: the converters and transforms in force (``config/records.py``)."""
-        return record_format(self.connect_records, self.schemas_enable)
+        return record_format(
+            self.connect_records,
+            self.schemas_enable,
+            worker=self.worker_converters,
+            worker_origin=f"the worker configuration {self.worker_config}",
+            schemas_origin=_schemas_origin(self.source_of("schemas.enable")),
+        )
 
     @property
     def topic_creation_rules(self) -> TopicCreation | None:
@@ -1133,6 +1154,13 @@ class Settings:
         fields.append(f"topic_creation={dict(self.topic_creation)!r}")
         fields.append(f"connect_records={dict(self.connect_records)!r}")
         return f"Settings({', '.join(fields)})"
+
+
+def _schemas_origin(source: Provenance) -> str:
+    """Where the ``schemas.enable`` of a side no converter is named for came from, for the start-up line."""
+    if source.kind == "default":
+        return "mongocdc's schemas.enable, by default"
+    return f"schemas.enable from {source.describe()}"
 
 
 def _collect_properties() -> Mapping[str, Property]:

@@ -110,6 +110,26 @@ def choice(options: Mapping[str, str], name: str, default: str, allowed: Sequenc
     return allowed[pool.index(probe)]
 
 
+# --- Java's strings and regular expressions ----------------------------------------------------------------
+
+_JAVA_BLANKS = "".join(map(chr, range(0x21)))
+
+
+def java_trim(text: str) -> str:
+    """``String.trim()``: every character up to U+0020 off both ends."""
+    return text.strip(_JAVA_BLANKS)
+
+
+def java_split(text: str, separator: str) -> list[str]:
+    """``String.split`` on a literal separator: no separator gives ``[text]``, trailing empty parts are dropped."""
+    parts = text.split(separator)
+    if len(parts) == 1:
+        return parts
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
 _JAVA_NAMED_GROUP = re.compile(
     r"\\k<([A-Za-z][A-Za-z0-9]*)>|\\.|\[(?:\\.|[^\]\\])*\]|\(\?<([A-Za-z][A-Za-z0-9]*)>", re.S
 )

@@ -139,6 +139,48 @@ def struct_schema(
     )
 
 
+def field_schema(schema: Schema, name: str) -> Schema:
+    """``schema.field(name).schema()``: the field must be there (Java fails on the null otherwise)."""
+    found = schema.field(name)
+    if found is None:
+        raise DataError(f"No field {name} in schema {schema}")
+    return found.schema
+
+
+class StructBuilder:
+    """``SchemaBuilder.struct()``: a name, optionality, version, doc, parameters and fields in order, with the
+    builder's checks on each field added (an empty name, a null schema, a repeated name)."""
+
+    __slots__ = ("name", "optional", "version", "doc", "parameters", "fields")
+
+    def __init__(self, name: str | None = None, *, optional: bool = False) -> None:
+        self.name = name
+        self.optional = optional
+        self.version: int | None = None
+        self.doc: str | None = None
+        self.parameters: Mapping[str, str] | None = None
+        self.fields: dict[str, Schema] = {}
+
+    def add(self, name: str, schema: Schema | None) -> None:
+        if not name:
+            raise DataError("fieldName cannot be null.")
+        if schema is None:
+            raise DataError(f"fieldSchema for field {name} cannot be null.")
+        if name in self.fields:
+            raise DataError(f"Cannot create field because of field name duplication {name}")
+        self.fields[name] = schema
+
+    def build(self) -> Schema:
+        return struct_schema(
+            self.fields.items(),
+            name=self.name,
+            optional=self.optional,
+            version=self.version,
+            doc=self.doc,
+            parameters=self.parameters,
+        )
+
+
 def array_schema(items: Schema, *, optional: bool = False, name: str | None = None) -> Schema:
     return Schema(Type.ARRAY, optional=optional, name=name, value_schema=items)
 

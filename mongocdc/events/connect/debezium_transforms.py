@@ -2,10 +2,11 @@
 HeaderToValue, record for record as Debezium's classes transform them.
 
 * ``io.debezium.connector.mongodb.transforms.outbox.MongoEventRouter`` (:class:`MongoEventRouter`): the
-  ``after`` JSON of an outbox collection's inserts is parsed into a struct the way Debezium's
-  ``MongoDataConverter`` does (:class:`MongoDataConverter`, array encoding ``array``), the payload field left a
-  JSON string (the document as the Java driver's ``toJson`` writes it, canonical extended JSON, indented) unless
-  ``collection.expand.json.payload``, then ``EventRouterDelegate`` routes it: the topic from ``route.by.field``
+  ``after`` JSON of an outbox collection's inserts is parsed into a struct by Debezium's ``MongoDataConverter``
+  (``mongo_data``, array encoding ``array``, names as they are), the payload field left a JSON string (the
+  document as the Java driver's ``toJson`` writes it, canonical extended JSON, indented) unless
+  ``collection.expand.json.payload``; a document the expansion fails on stays JSON text, as Debezium leaves it,
+  and the record fails when it is routed. Then ``EventRouterDelegate`` routes it: the topic from ``route.by.field``
   through ``route.topic.regex``/``route.topic.replacement``, the key from ``collection.field.event.key``
   (``aggregateid`` by default, Debezium's relational default), an ``id`` header, the timestamp from
   ``collection.field.event.timestamp`` or the event's ``ts_ms``, ``collection.fields.additional.placement``
@@ -37,66 +38,45 @@ the same size here: they differ only in which entry goes once more schemas than 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import datetime as dt
-import enum
-import json
 import re
-import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
-from bson import Decimal128
-
-from mongocdc.events.codec import decimal128_text, java_double, value_to_json
 from mongocdc.events.connect.base import (
     ConnectConfigError,
     TransformFactory,
     invalid,
     java_regex,
     java_replacement,
+    java_split,
+    java_trim,
 )
 from mongocdc.events.connect.data import (
-    EPOCH,
-    OPTIONAL_BOOLEAN,
-    OPTIONAL_BYTES,
-    OPTIONAL_FLOAT64,
-    OPTIONAL_INT32,
-    OPTIONAL_INT64,
     OPTIONAL_STRING,
-    OPTIONAL_TIMESTAMP_SCHEMA,
     STRING,
     ConnectRecord,
     DataError,
     Header,
     Schema,
     Struct,
+    StructBuilder,
     Type,
+    field_schema,
     struct_schema,
 )
-from mongocdc.events.connect.json import Raw
+from mongocdc.events.connect.mongo_data import (
+    ADJUSTMENT_MODES,
+    BsonType,
+    MongoDataConverter,
+    NameAdjuster,
+    bson_type,
+    canonical_json,
+    parse_document,
+)
 
 K = TypeVar("K")
 V = TypeVar("V")
-
-_JAVA_WHITESPACE: Final = "".join(map(chr, range(0x21)))
-
-
-def _java_trim(text: str) -> str:
-    """``String.trim()``: every character up to U+0020 off both ends."""
-    return text.strip(_JAVA_WHITESPACE)
-
-
-def _java_split(text: str, separator: str) -> list[str]:
-    """``String.split`` on a literal separator: no separator gives ``[text]``, trailing empty parts are dropped."""
-    parts = text.split(separator)
-    if len(parts) == 1:
-        return parts
-    while parts and not parts[-1]:
-        parts.pop()
-    return parts
 
 
 def _jstr(text: str | None) -> str:
@@ -133,49 +113,6 @@ def _replace_first(pattern: re.Pattern[str], replacement: str, text: str) -> str
         return pattern.sub(java_replacement(replacement), text, count=1)
     except (re.error, IndexError) as exc:
         raise DataError(f"Illegal replacement {replacement!r}: {exc}") from None
-
-
-class _Builder:
-    """``SchemaBuilder.struct()``: fields in order, Connect's checks on each one added."""
-
-    __slots__ = ("name", "optional", "version", "doc", "parameters", "fields")
-
-    def __init__(self, name: str | None, *, optional: bool = False) -> None:
-        self.name = name
-        self.optional = optional
-        self.version: int | None = None
-        self.doc: str | None = None
-        self.parameters: Mapping[str, str] | None = None
-        self.fields: dict[str, Schema] = {}
-
-    def has(self, name: str) -> bool:
-        return name in self.fields
-
-    def add(self, name: str, schema: Schema | None) -> None:
-        if not name:
-            raise DataError("fieldName cannot be null.")
-        if schema is None:
-            raise DataError(f"fieldSchema for field {name} cannot be null.")
-        if name in self.fields:
-            raise DataError(f"Cannot create field because of field name duplication {name}")
-        self.fields[name] = schema
-
-    def build(self) -> Schema:
-        return struct_schema(
-            self.fields.items(),
-            name=self.name,
-            optional=self.optional,
-            version=self.version,
-            doc=self.doc,
-            parameters=self.parameters,
-        )
-
-
-def _new_struct(schema: Schema | None) -> Struct:
-    """``new Struct(schema)``."""
-    if schema is None:
-        raise DataError("Cannot create a Struct without a schema")
-    return Struct(schema)
 
 
 class _Lru(Generic[K, V]):
@@ -218,7 +155,7 @@ class _Lru(Generic[K, V]):
 def _lenient_boolean(value: str | None, default: bool) -> bool:
     """``Configuration.getBoolean``: ``true``/``false`` in any case once trimmed, anything else the default."""
     if value is not None:
-        lowered = _java_trim(value).lower()
+        lowered = java_trim(value).lower()
         if lowered in ("true", "false"):
             return lowered == "true"
     return default
@@ -226,7 +163,7 @@ def _lenient_boolean(value: str | None, default: bool) -> bool:
 
 def _check_boolean(name: str, value: str | None) -> None:
     """``Field::isBoolean``."""
-    if value is not None and _java_trim(value).lower() not in ("true", "false"):
+    if value is not None and java_trim(value).lower() not in ("true", "false"):
         raise invalid(name, value, "Either 'true' or 'false' is expected")
 
 
@@ -241,13 +178,13 @@ def _check_regex(name: str, value: str | None) -> None:
 
 def _check_required(name: str, value: str | None) -> None:
     """``Field::isRequired``."""
-    if value is None or not _java_trim(value):
+    if value is None or not java_trim(value):
         raise invalid(name, value, "A value is required")
 
 
 def _check_choice(name: str, value: str | None, allowed: Sequence[str]) -> str:
     """An enumerated option (``Field.withEnum``): one of ``allowed`` once trimmed, in any case."""
-    probe = "" if value is None else _java_trim(value).lower()
+    probe = "" if value is None else java_trim(value).lower()
     if value is None or probe not in allowed:
         raise invalid(name, value, f"Value must be one of {', '.join(allowed)}")
     return probe
@@ -264,639 +201,7 @@ def _check_int(name: str, value: str | None) -> None:
 
 def _config_list(value: str | None) -> list[str]:
     """``Configuration.getList``: comma-separated, items trimmed, nothing for no value."""
-    return [] if value is None else [_java_trim(item) for item in _java_split(value, ",")]
-
-
-# =============================================================================================================
-# BSON documents as Debezium's MongoDB transforms read them: the ``after`` JSON parsed as ``BsonDocument.parse``
-# parses it, Debezium's ``MongoDataConverter`` (array encoding ``array``, field names as they are) turning it
-# into Connect's schema and struct, and the canonical extended JSON ``BsonDocument.toJson`` writes. Kept apart
-# from the routers: ExtractNewDocumentState uses the same converter.
-# =============================================================================================================
-
-
-class BsonType(enum.Enum):
-    """``org.bson.BsonType`` (the ones JSON can hold)."""
-
-    DOUBLE = "DOUBLE"
-    STRING = "STRING"
-    DOCUMENT = "DOCUMENT"
-    ARRAY = "ARRAY"
-    BINARY = "BINARY"
-    UNDEFINED = "UNDEFINED"
-    OBJECT_ID = "OBJECT_ID"
-    BOOLEAN = "BOOLEAN"
-    DATE_TIME = "DATE_TIME"
-    NULL = "NULL"
-    REGULAR_EXPRESSION = "REGULAR_EXPRESSION"
-    DB_POINTER = "DB_POINTER"
-    JAVASCRIPT = "JAVASCRIPT"
-    SYMBOL = "SYMBOL"
-    JAVASCRIPT_WITH_SCOPE = "JAVASCRIPT_WITH_SCOPE"
-    INT32 = "INT32"
-    TIMESTAMP = "TIMESTAMP"
-    INT64 = "INT64"
-    DECIMAL128 = "DECIMAL128"
-    MIN_KEY = "MIN_KEY"
-    MAX_KEY = "MAX_KEY"
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Bson:
-    """A BSON value plain JSON has no type for. ``value``: INT64 an ``int``; OBJECT_ID the hex text; DECIMAL128
-    a ``Decimal128``; BINARY ``(subtype, bytes)``; DATE_TIME the milliseconds; TIMESTAMP ``(t, i)``;
-    REGULAR_EXPRESSION ``(pattern, options)`` (options sorted, as ``BsonRegularExpression`` keeps them);
-    JAVASCRIPT the code; JAVASCRIPT_WITH_SCOPE ``(code, scope document)``; SYMBOL the text; DB_POINTER
-    ``(namespace, ObjectId hex)``; UNDEFINED, MIN_KEY, MAX_KEY ``None``.
-
-    The other BSON values are Python's own: a document ``dict`` (in order), an array ``list``, STRING ``str``,
-    BOOLEAN ``bool``, NULL ``None``, INT32 ``int``, DOUBLE ``float``."""
-
-    type: BsonType
-    value: Any = None
-
-
-def bson_type(value: Any) -> BsonType:
-    if isinstance(value, Bson):
-        return value.type
-    if isinstance(value, dict):
-        return BsonType.DOCUMENT
-    if isinstance(value, list):
-        return BsonType.ARRAY
-    if isinstance(value, str):
-        return BsonType.STRING
-    if isinstance(value, bool):
-        return BsonType.BOOLEAN
-    if value is None:
-        return BsonType.NULL
-    if isinstance(value, int):
-        return BsonType.INT32
-    if isinstance(value, float):
-        return BsonType.DOUBLE
-    raise TypeError(f"not a BSON value: {type(value).__name__}")
-
-
-# --- parsing (org.bson.json.JsonReader) -------------------------------------------------------------------------
-
-
-def _integer(text: str) -> Any:
-    """A JSON integer: INT32 when it fits, else INT64 (``JsonScanner``)."""
-    number = int(text)
-    if -(2**31) <= number < 2**31:
-        return number
-    if -(2**63) <= number < 2**63:
-        return Bson(BsonType.INT64, number)
-    raise ValueError(f'For input string: "{text}"')
-
-
-def _long_text(value: Any) -> int:
-    if not isinstance(value, str) or not _JAVA_INT.fullmatch(value) or not -(2**63) <= int(value) < 2**63:
-        raise ValueError(f"not a 64-bit integer: {value!r}")
-    return int(value)
-
-
-def _int_value(value: Any) -> int:
-    """An INT32 or INT64 read where the reader wants a number."""
-    if isinstance(value, Bson) and value.type is BsonType.INT64:
-        return int(value.value)
-    if bson_type(value) is BsonType.INT32:
-        return int(value)
-    raise ValueError(f"not an integer: {value!r}")
-
-
-def _date_millis(value: Any) -> int:
-    if isinstance(value, str):
-        moment = dt.datetime.fromisoformat(value)
-        if moment.tzinfo is None:
-            raise ValueError(f"not an ISO-8601 date with an offset: {value}")
-        return (moment - EPOCH) // dt.timedelta(milliseconds=1)
-    return _int_value(value)
-
-
-def _only(pairs: list[tuple[str, Any]], *names: str) -> dict[str, Any]:
-    """The wrapper's members, which must be exactly ``names``."""
-    found = dict(pairs)
-    if len(pairs) != len(names) or set(found) != set(names):
-        raise ValueError(f"JSON reader expected {', '.join(names)} but found {', '.join(k for k, _ in pairs)}")
-    return found
-
-
-def _binary(pairs: list[tuple[str, Any]]) -> Bson | None:
-    """``{"$binary": "<base64>", "$type": "<hex>"}`` (either order) or ``{"$binary": {"base64", "subType"}}``;
-    ``None`` when it is neither (then it is a document, as the Java reader decides)."""
-    found = dict(pairs)
-    if len(pairs) == 2 and set(found) == {"$binary", "$type"}:
-        data, subtype = found["$binary"], found["$type"]
-    elif len(pairs) == 1 and isinstance(found.get("$binary"), dict) and set(found["$binary"]) == {"base64", "subType"}:
-        data, subtype = found["$binary"]["base64"], found["$binary"]["subType"]
-    else:
-        return None
-    if not isinstance(data, str) or not isinstance(subtype, str):
-        return None
-    try:
-        return Bson(BsonType.BINARY, (int(subtype, 16) & 0xFF, base64.b64decode(data, validate=True)))
-    except (ValueError, binascii.Error):
-        return None
-
-
-def _regex(pairs: list[tuple[str, Any]]) -> Bson | None:
-    """``{"$regex": "…", "$options": "…"}`` (either order); ``None`` when it is not (a query operator)."""
-    found = dict(pairs)
-    if len(pairs) != 2 or set(found) != {"$regex", "$options"}:
-        return None
-    pattern, options = found["$regex"], found["$options"]
-    if not isinstance(pattern, str) or not isinstance(options, str):
-        return None
-    return Bson(BsonType.REGULAR_EXPRESSION, (pattern, "".join(sorted(options))))
-
-
-def _code(pairs: list[tuple[str, Any]]) -> Bson:
-    found = dict(pairs)
-    if len(pairs) == 1:
-        code = _only(pairs, "$code")["$code"]
-        if isinstance(code, str):
-            return Bson(BsonType.JAVASCRIPT, code)
-    elif isinstance(found.get("$code"), str) and isinstance(_only(pairs, "$code", "$scope")["$scope"], dict):
-        return Bson(BsonType.JAVASCRIPT_WITH_SCOPE, (found["$code"], found["$scope"]))
-    raise ValueError("JSON reader expected a $code string")
-
-
-def _single(pairs: list[tuple[str, Any]], name: str) -> Any:
-    return _only(pairs, name)[name]
-
-
-def _timestamp(pairs: list[tuple[str, Any]]) -> Bson:
-    inner = _single(pairs, "$timestamp")
-    if not isinstance(inner, dict) or set(inner) != {"t", "i"}:
-        raise ValueError("JSON reader expected $timestamp {t, i}")
-    return Bson(BsonType.TIMESTAMP, (_int_value(inner["t"]) & 0xFFFFFFFF, _int_value(inner["i"]) & 0xFFFFFFFF))
-
-
-def _regular_expression(pairs: list[tuple[str, Any]]) -> Bson:
-    inner = _single(pairs, "$regularExpression")
-    if not isinstance(inner, dict) or set(inner) != {"pattern", "options"}:
-        raise ValueError("JSON reader expected $regularExpression {pattern, options}")
-    return Bson(BsonType.REGULAR_EXPRESSION, (str(inner["pattern"]), "".join(sorted(str(inner["options"])))))
-
-
-def _db_pointer(pairs: list[tuple[str, Any]]) -> Bson:
-    inner = _single(pairs, "$dbPointer")
-    oid = inner.get("$id") if isinstance(inner, dict) else None
-    if not isinstance(oid, Bson) or oid.type is not BsonType.OBJECT_ID or not isinstance(inner.get("$ref"), str):
-        raise ValueError("JSON reader expected $dbPointer {$ref, $id}")
-    return Bson(BsonType.DB_POINTER, (inner["$ref"], oid.value))
-
-
-def _object_id(pairs: list[tuple[str, Any]]) -> Bson:
-    text = _single(pairs, "$oid")
-    if not isinstance(text, str) or not re.fullmatch(r"[0-9a-fA-F]{24}", text):
-        raise ValueError(f"invalid ObjectId {text!r}")
-    return Bson(BsonType.OBJECT_ID, text.lower())
-
-
-def _decimal(pairs: list[tuple[str, Any]]) -> Bson:
-    text = _single(pairs, "$numberDecimal")
-    try:
-        return Bson(BsonType.DECIMAL128, Decimal128(text))
-    except (TypeError, ArithmeticError) as exc:
-        raise ValueError(f"invalid Decimal128 {text!r}") from exc
-
-
-def _double(pairs: list[tuple[str, Any]]) -> float:
-    text = _single(pairs, "$numberDouble")
-    if not isinstance(text, str):
-        raise ValueError("JSON reader expected a $numberDouble string")
-    return float(text)
-
-
-def _int32(pairs: list[tuple[str, Any]]) -> int:
-    number = _long_text(_single(pairs, "$numberInt"))
-    if not -(2**31) <= number < 2**31:
-        raise ValueError(f"not a 32-bit integer: {number}")
-    return number
-
-
-def _key(pairs: list[tuple[str, Any]], name: str, kind: BsonType) -> Bson:
-    if _single(pairs, name) not in (1, True):
-        raise ValueError(f"JSON reader expected {name}: 1")
-    return Bson(kind)
-
-
-_WRAPPERS: Final[dict[str, Callable[[list[tuple[str, Any]]], Any]]] = {
-    "$oid": _object_id,
-    "$numberLong": lambda pairs: Bson(BsonType.INT64, _long_text(_single(pairs, "$numberLong"))),
-    "$numberInt": _int32,
-    "$numberDouble": _double,
-    "$numberDecimal": _decimal,
-    "$date": lambda pairs: Bson(BsonType.DATE_TIME, _date_millis(_single(pairs, "$date"))),
-    "$timestamp": _timestamp,
-    "$regularExpression": _regular_expression,
-    "$code": _code,
-    "$symbol": lambda pairs: Bson(BsonType.SYMBOL, str(_single(pairs, "$symbol"))),
-    "$undefined": lambda pairs: _key(pairs, "$undefined", BsonType.UNDEFINED),
-    "$minKey": lambda pairs: _key(pairs, "$minKey", BsonType.MIN_KEY),
-    "$maxKey": lambda pairs: _key(pairs, "$maxKey", BsonType.MAX_KEY),
-    "$dbPointer": _db_pointer,
-}
-_MAYBE_WRAPPERS: Final[dict[str, Callable[[list[tuple[str, Any]]], Bson | None]]] = {
-    "$binary": _binary,
-    "$type": _binary,
-    "$regex": _regex,
-    "$options": _regex,
-}
-
-
-def _object(pairs: list[tuple[str, Any]]) -> Any:
-    """An object the way ``JsonReader`` reads it: an extended-JSON wrapper by its first name, else a document
-    (a repeated name keeps its first place and its last value)."""
-    if pairs:
-        first = pairs[0][0]
-        wrapper = _WRAPPERS.get(first)
-        if wrapper is not None:
-            return wrapper(pairs)
-        maybe = _MAYBE_WRAPPERS.get(first)
-        if maybe is not None:
-            found = maybe(pairs)
-            if found is not None:
-                return found
-    return dict(pairs)
-
-
-def parse_document(text: str) -> dict[str, Any]:
-    """``BsonDocument.parse``: the JSON Debezium writes for ``after``/``before`` (strict mode: ``{"$date": 0}``,
-    ``{"$numberLong": "5"}``, bare ``NaN``), relaxed or canonical extended JSON, into BSON values (:class:`Bson`).
-    Raises ``ValueError`` for text the Java reader refuses."""
-    document = json.loads(text, object_pairs_hook=_object, parse_int=_integer)
-    if not isinstance(document, dict):
-        raise ValueError("readStartDocument can only be called when CurrentBSONType is DOCUMENT")
-    return document
-
-
-# --- writing (org.bson.json.JsonWriter, EXTENDED mode, indented) --------------------------------------------------
-
-
-def _canonical_node(value: Any) -> Any:
-    """The JSON tree the Java writer writes for ``value`` in canonical extended JSON."""
-    kind = bson_type(value)
-    if kind is BsonType.DOCUMENT:
-        return {name: _canonical_node(item) for name, item in value.items()}
-    if kind is BsonType.ARRAY:
-        return [_canonical_node(item) for item in value]
-    if kind is BsonType.STRING:
-        return value
-    if kind is BsonType.BOOLEAN:
-        return Raw("true" if value else "false")
-    if kind is BsonType.NULL:
-        return Raw("null")
-    if kind is BsonType.INT32:
-        return {"$numberInt": str(value)}
-    if kind is BsonType.DOUBLE:
-        return {"$numberDouble": java_double(value)}
-    data = value.value
-    if kind is BsonType.INT64:
-        return {"$numberLong": str(data)}
-    if kind is BsonType.OBJECT_ID:
-        return {"$oid": data}
-    if kind is BsonType.DECIMAL128:
-        return {"$numberDecimal": decimal128_text(data)}
-    if kind is BsonType.BINARY:
-        return {"$binary": {"base64": base64.b64encode(data[1]).decode("ascii"), "subType": f"{data[0]:02X}"}}
-    if kind is BsonType.DATE_TIME:
-        return {"$date": {"$numberLong": str(data)}}
-    if kind is BsonType.TIMESTAMP:
-        return {"$timestamp": {"t": Raw(str(data[0])), "i": Raw(str(data[1]))}}
-    if kind is BsonType.REGULAR_EXPRESSION:
-        return {"$regularExpression": {"pattern": data[0], "options": data[1]}}
-    if kind is BsonType.JAVASCRIPT:
-        return {"$code": data}
-    if kind is BsonType.JAVASCRIPT_WITH_SCOPE:
-        return {"$code": data[0], "$scope": _canonical_node(data[1])}
-    if kind is BsonType.SYMBOL:
-        return {"$symbol": data}
-    if kind is BsonType.DB_POINTER:
-        return {"$dbPointer": {"$ref": data[0], "$id": {"$oid": data[1]}}}
-    if kind is BsonType.UNDEFINED:
-        return {"$undefined": Raw("true")}
-    return {"$minKey" if kind is BsonType.MIN_KEY else "$maxKey": Raw("1")}
-
-
-def _write_indented(node: Any, indentation: str, out: list[str]) -> None:
-    """``StrictCharacterStreamJsonWriter`` with ``indent``: each name and array element on its own line."""
-    if isinstance(node, Raw):
-        out.append(node)
-    elif isinstance(node, str):
-        out.append(value_to_json(node))
-    elif isinstance(node, dict | list):
-        items = list(node.items()) if isinstance(node, dict) else [(None, item) for item in node]
-        opening, closing = ("{", "}") if isinstance(node, dict) else ("[", "]")
-        if not items:
-            out.append(opening + closing)
-            return
-        inner = indentation + "  "
-        out.append(opening)
-        for position, (name, item) in enumerate(items):
-            out.append(",\n" + inner if position else "\n" + inner)
-            if name is not None:
-                out.append(value_to_json(name) + ": ")
-            _write_indented(item, inner, out)
-        out.append("\n" + indentation + closing)
-
-
-def canonical_json(document: dict[str, Any]) -> str:
-    """``document.toJson(JsonWriterSettings(EXTENDED, indent, "\\n"))``: canonical extended JSON, two spaces an
-    indentation level, strings escaped as the Java writer escapes them."""
-    out: list[str] = []
-    _write_indented(_canonical_node(document), "", out)
-    return "".join(out)
-
-
-# --- MongoDataConverter ----------------------------------------------------------------------------------------
-
-DOCUMENT_NAME_REGEX: Final = "io.debezium.mongodb.regex"
-_REGEX_SCHEMA: Final = struct_schema(
-    [("regex", OPTIONAL_STRING), ("options", OPTIONAL_STRING)], name=DOCUMENT_NAME_REGEX, optional=True
-)
-_STRING_ARRAY: Final = Schema(Type.ARRAY, optional=True, value_schema=OPTIONAL_STRING)
-_EMPTY_STRUCT: Final = struct_schema([], optional=True)
-_STRINGS: Final = frozenset(
-    (BsonType.NULL, BsonType.STRING, BsonType.JAVASCRIPT, BsonType.OBJECT_ID, BsonType.DECIMAL128)
-)
-_SIMPLE_SCHEMAS: Final = {
-    BsonType.DOUBLE: OPTIONAL_FLOAT64,
-    BsonType.BINARY: OPTIONAL_BYTES,
-    BsonType.INT32: OPTIONAL_INT32,
-    BsonType.INT64: OPTIONAL_INT64,
-    BsonType.DATE_TIME: OPTIONAL_TIMESTAMP_SCHEMA,
-    BsonType.TIMESTAMP: OPTIONAL_TIMESTAMP_SCHEMA,
-    BsonType.BOOLEAN: OPTIONAL_BOOLEAN,
-    **{kind: OPTIONAL_STRING for kind in _STRINGS},
-}
-
-
-def _sub_schema(kind: BsonType) -> Schema:
-    """``MongoDataConverter.getSchema`` (array encoding ``array``)."""
-    simple = _SIMPLE_SCHEMAS.get(kind)
-    if simple is not None:
-        return simple
-    if kind is BsonType.ARRAY:
-        return _STRING_ARRAY
-    if kind is BsonType.DOCUMENT:
-        return _EMPTY_STRUCT
-    raise DataError(f"The value type {kind.value} is not supported for sub schema")
-
-
-class _ArrayShape:
-    """``traverseArray``'s map: a shape per nested array, then the merged shape of the array's documents, then the
-    list of its scalars, each with its type. Java's map drops a nested array equal to an earlier one; keeping it
-    changes nothing, as it repeats what the first one did."""
-
-    __slots__ = ("entries",)
-
-    def __init__(self) -> None:
-        self.entries: list[tuple[Any, BsonType]] = []
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-
-_INTEGERS: Final = frozenset((Type.INT8, Type.INT16, Type.INT32, Type.INT64))
-
-
-class JavaLong(int):
-    """An INT64 the converter made (a ``java.lang.Long``): Connect refuses it where an INT32 goes, and a plain
-    ``int`` (an ``Integer``) where an INT64 goes, which :func:`_check_java_ints` checks."""
-
-    __slots__ = ()
-
-
-def _check_java_ints(schema: Schema, value: Any) -> None:
-    """The part of ``ConnectSchema.validateValue`` Python's ``int`` cannot see: ``Integer`` versus ``Long``."""
-    if value is None or isinstance(value, bool):
-        return
-    if schema.type is Type.ARRAY and isinstance(value, list) and schema.value_schema is not None:
-        for item in value:
-            _check_java_ints(schema.value_schema, item)
-    elif (
-        schema.type in _INTEGERS
-        and isinstance(value, int)
-        and isinstance(value, JavaLong) != (schema.type is Type.INT64)
-    ):
-        found = "java.lang.Long" if isinstance(value, JavaLong) else "java.lang.Integer"
-        raise DataError(f"Invalid Java object for schema with type {schema.type.java_name}: class {found}")
-
-
-def _get_object(value: Any, kind: BsonType) -> Any:
-    """``MongoDataConverter.getObject``: a BSON scalar as Connect's value (``None`` for the unsupported ones)."""
-    if kind in (BsonType.STRING, BsonType.DOUBLE, BsonType.INT32, BsonType.BOOLEAN):
-        return value
-    if not isinstance(value, Bson):
-        return None
-    data = value.value
-    if kind is BsonType.INT64:
-        return JavaLong(data)
-    if kind in (BsonType.OBJECT_ID, BsonType.JAVASCRIPT):
-        return data
-    if kind is BsonType.DECIMAL128:
-        return decimal128_text(data)
-    if kind is BsonType.BINARY:
-        return bytes(data[1])
-    if kind is BsonType.DATE_TIME:
-        return _date(data)
-    if kind is BsonType.TIMESTAMP:
-        seconds = data[0] - 2**32 if data[0] >= 2**31 else data[0]  # BsonTimestamp.getTime() is an int
-        return _date(1000 * seconds)
-    return None
-
-
-def _date(millis: int) -> dt.datetime:
-    try:
-        return EPOCH + dt.timedelta(milliseconds=millis)
-    except OverflowError:
-        raise DataError(f"date {millis} ms is beyond the years 1 to 9999") from None
-
-
-def _field_schema(schema: Schema | None, name: str) -> Schema:
-    found = None if schema is None else schema.field(name)
-    if found is None:
-        raise DataError(f"Can't find field: {name} in schema {schema}")
-    return found.schema
-
-
-class MongoDataConverter:
-    """Debezium's ``MongoDataConverter`` with array encoding ``array`` and field names as they are: a BSON document
-    (:func:`parse_document`) → a schema map (:meth:`parse`) → fields of a struct schema (:meth:`build_schema`) →
-    the struct's values (:meth:`build_struct`). Documents in an array share one merged struct schema; an array
-    mixing element types, a regular expression or JavaScript with scope inside an array, or a JavaScript with
-    scope anywhere, fails as in Debezium; MinKey, MaxKey, symbols and DBPointers fail when put (Debezium
-    builds no field for them), undefined values are left out."""
-
-    def parse(self, document: Mapping[str, Any]) -> dict[str, tuple[Any, BsonType]]:
-        """``parseBsonDocument``: per field, its shape (a nested schema map, an array's :class:`_ArrayShape`, or
-        the value) and its type."""
-        shapes: dict[str, tuple[Any, BsonType]] = {}
-        for name, value in document.items():
-            kind = bson_type(value)
-            if kind is BsonType.ARRAY:
-                shapes[name] = (self._traverse_array(value), kind)
-            elif kind is BsonType.DOCUMENT:
-                shapes[name] = (self.parse(value), kind)
-            else:
-                shapes[name] = (value, kind)
-        return shapes
-
-    def _traverse_array(self, array: Sequence[Any]) -> _ArrayShape:
-        shape = _ArrayShape()
-        merged: dict[str, tuple[Any, BsonType]] = {}
-        field_schemas: dict[str, set[Schema]] = {}
-        scalars: list[Any] = []
-        for value in array:
-            kind = bson_type(value)
-            if kind is BsonType.ARRAY:
-                shape.entries.append((self._traverse_array(value), kind))
-            elif kind is BsonType.DOCUMENT:
-                self._merge(merged, self.parse(value), field_schemas)
-            else:
-                scalars.append(value)
-        if merged:
-            shape.entries.append((merged, BsonType.DOCUMENT))
-        if scalars:
-            kinds = list(dict.fromkeys(bson_type(value) for value in scalars))
-            shape.entries.append((scalars, kinds[0] if len(kinds) == 1 else BsonType.ARRAY))
-        return shape
-
-    @staticmethod
-    def _merge(
-        base: dict[str, tuple[Any, BsonType]],
-        document: dict[str, tuple[Any, BsonType]],
-        field_schemas: dict[str, set[Schema]],
-    ) -> None:
-        """``mergeSchemas``: the last document's shape of each field wins; a field whose schema differs between
-        the documents fails unless it is a non-empty document."""
-        for name, (shape, kind) in document.items():
-            seen = field_schemas.setdefault(name, set())
-            seen.add(_sub_schema(kind))
-            if not (kind is BsonType.DOCUMENT and shape) and len(seen) > 1:
-                raise DataError(f"Array elements with different Bson types are not supported: {name}")
-            base[name] = (shape, kind)
-
-    def build_schema(self, shapes: Mapping[str, tuple[Any, BsonType]], builder: _Builder) -> None:
-        """``buildSchema``: a field per entry the builder does not have yet."""
-        for name, (shape, kind) in shapes.items():
-            self._schema(name, shape, kind, builder)
-
-    def _schema(self, name: str, shape: Any, kind: BsonType, builder: _Builder) -> None:
-        if builder.has(name):
-            return
-        simple = _SIMPLE_SCHEMAS.get(kind)
-        if simple is not None:
-            builder.add(name, simple)
-        elif kind is BsonType.JAVASCRIPT_WITH_SCOPE:
-            raise DataError(
-                f"JavaScript with scope in field {name} is not supported (a ClassCastException in Debezium)"
-            )
-        elif kind is BsonType.REGULAR_EXPRESSION:
-            builder.add(name, _REGEX_SCHEMA)
-        elif kind is BsonType.DOCUMENT:
-            if not shape:
-                builder.add(name, _EMPTY_STRUCT)
-            else:
-                document = _Builder(f"{_jstr(builder.name)}.{name}", optional=True)
-                for child, (child_shape, child_kind) in shape.items():
-                    self._schema(child, child_shape, child_kind, document)
-                builder.add(name, document.build())
-        elif kind is BsonType.ARRAY and not shape:
-            builder.add(name, _STRING_ARRAY)
-        elif kind is BsonType.ARRAY:
-            for element, _ in shape.entries:
-                if isinstance(element, _ArrayShape | dict):
-                    nested = _Builder(f"{_jstr(builder.name)}.{name}", optional=True)
-                    self._nested_array(name, element, builder, nested, nested=False)
-                else:
-                    self._simple_array(name, element, builder, nested=False)
-
-    def _nested_array(self, name: str, shape: Any, builder: _Builder, elements: _Builder, *, nested: bool) -> None:
-        """``handleNestedArray``: arrays of documents and of arrays."""
-        pairs: list[tuple[Any, Any]] = shape.entries if isinstance(shape, _ArrayShape) else list(shape.items())
-        for key, value in pairs:
-            if isinstance(key, list):
-                self._simple_array(name, key, builder, nested=True)
-            elif isinstance(key, _ArrayShape | dict):
-                if value is BsonType.ARRAY and not builder.has(name):
-                    raise DataError(f"Arrays nested three deep in field {name} are not supported (Debezium fails)")
-                if value is BsonType.DOCUMENT:
-                    self._nested_array(name, key, builder, _Builder(None, optional=True), nested=True)
-            else:
-                child_shape, child_kind = value  # a document's field: (shape, type)
-                _sub_schema(child_kind)
-                self._schema(key, child_shape, child_kind, elements)
-        if elements.fields and not builder.has(name):
-            items = Schema(Type.ARRAY, optional=True, value_schema=elements.build())
-            builder.add(name, Schema(Type.ARRAY, optional=True, value_schema=items) if nested else items)
-
-    @staticmethod
-    def _simple_array(name: str, values: Sequence[Any], builder: _Builder, *, nested: bool) -> None:
-        """``handleSimpleArray``: an array of scalars of one schema."""
-        if builder.has(name):
-            return
-        if len({_sub_schema(bson_type(value)) for value in values}) > 1:
-            raise DataError(f"Array elements with different Bson types are not supported: {name}")
-        items = Schema(Type.ARRAY, optional=True, value_schema=_sub_schema(bson_type(values[0])))
-        builder.add(name, Schema(Type.ARRAY, optional=True, value_schema=items) if nested else items)
-
-    def build_struct(self, name: str, value: Any, schema: Schema, target: Struct) -> None:
-        """``buildStruct``: put field ``name`` of a document into ``target`` (of ``schema``)."""
-        kind = bson_type(value)
-        converted: Any
-        if kind is BsonType.REGULAR_EXPRESSION:
-            converted = _new_struct(_field_schema(schema, name))
-            converted.put("regex", value.value[0])
-            converted.put("options", value.value[1])
-        elif kind is BsonType.ARRAY:
-            if not value:
-                converted = []
-            else:
-                field_schema = _field_schema(schema, name)
-                array_schema = field_schema.value_schema if field_schema.type is Type.ARRAY else field_schema
-                converted = self._build_array(value, array_schema)
-        elif kind is BsonType.DOCUMENT:
-            document_schema = _field_schema(schema, name)
-            converted = _new_struct(document_schema)
-            for child, item in value.items():
-                self.build_struct(child, item, document_schema, converted)
-        else:
-            converted = _get_object(value, kind)
-        if kind is not BsonType.UNDEFINED:
-            target.put(name, converted)
-            _check_java_ints(_field_schema(target.schema, name), converted)
-
-    def _build_array(self, array: Sequence[Any], schema: Schema | None) -> list[Any]:
-        values: list[Any] = []
-        for value in array:
-            kind = bson_type(value)
-            if kind is BsonType.ARRAY:
-                inner: list[Any] = []
-                for item in value:
-                    item_kind = bson_type(item)
-                    if item_kind is BsonType.ARRAY:
-                        inner.append(self._build_array(item, schema))
-                    elif item_kind is BsonType.DOCUMENT:
-                        inner.append(self._document(item, None if schema is None else schema.value_schema))
-                    else:
-                        inner.append(_get_object(item, item_kind))
-                if inner:
-                    values.append(inner)
-            elif kind is BsonType.DOCUMENT:
-                values.append(self._document(value, schema))
-            else:
-                values.append(_get_object(value, kind))
-        return values
-
-    def _document(self, document: Mapping[str, Any], schema: Schema | None) -> Struct:
-        built = _new_struct(schema)
-        assert schema is not None
-        for name, item in document.items():
-            self.build_struct(name, item, schema, built)
-        return built
+    return [] if value is None else [java_trim(item) for item in java_split(value, ",")]
 
 
 # =============================================================================================================
@@ -945,13 +250,13 @@ class _AdditionalField:
 def _additional_fields(value: str | None) -> list[_AdditionalField]:
     """``parseAdditionalFieldsConfig``: ``field:placement[:alias]`` items."""
     found = []
-    for item in _java_split(value, ",") if value is not None else []:
-        parts = _java_split(item, ":")
-        word = _java_trim(parts[1]).lower()
-        name = _java_trim(parts[0])
+    for item in java_split(value, ",") if value is not None else []:
+        parts = java_split(item, ":")
+        word = java_trim(parts[1]).lower()
+        name = java_trim(parts[0])
         found.append(
             _AdditionalField(
-                word if word in _PLACEMENTS else None, name, _java_trim(parts[2]) if len(parts) == 3 else name
+                word if word in _PLACEMENTS else None, name, java_trim(parts[2]) if len(parts) == 3 else name
             )
         )
     return found
@@ -961,8 +266,8 @@ def _check_event_router(config: Mapping[str, str]) -> None:
     """``EventRouterDelegate.configure``'s ``smtManager.validate`` over ``EventRouterConfigDefinition``."""
     placement = config.get("table.fields.additional.placement")
     if placement is not None:
-        for item in _java_split(placement, ","):
-            if len(_java_split(item, ":")) not in (2, 3):
+        for item in java_split(placement, ","):
+            if len(java_split(item, ":")) not in (2, 3):
                 raise invalid(
                     "table.fields.additional.placement",
                     placement,
@@ -990,7 +295,7 @@ class MongoEventRouter:
         config = {table: options[name] for name, table in _COLLECTION_TO_TABLE.items() if name in options}
         config.setdefault("table.field.event.id", "_id")
         _check_event_router(config)
-        self._fatal_updates = _java_trim(config.get("table.op.invalid.behavior", "warn")).lower() == "fatal"
+        self._fatal_updates = java_trim(config.get("table.op.invalid.behavior", "warn")).lower() == "fatal"
         self._event_id = config["table.field.event.id"]
         self._event_key = config.get("table.field.event.key", "aggregateid")
         self._event_timestamp = config.get("table.field.event.timestamp")
@@ -998,14 +303,14 @@ class MongoEventRouter:
         self._route_by = config.get("route.by.field", "aggregatetype")
         self._schema_version = config.get("table.field.event.schema.version")
         self._tombstone_on_empty = _lenient_boolean(config.get("route.tombstone.on.empty.payload"), False)
-        regex = _java_trim(config.get("route.topic.regex", "(?<routedByValue>.*)"))
+        regex = java_trim(config.get("route.topic.regex", "(?<routedByValue>.*)"))
         try:
             self._route_regex = java_regex(regex)
         except re.error as exc:
             raise invalid("regex", regex, f"Invalid regex: {exc}") from None
-        self._route_replacement = _java_trim(config.get("route.topic.replacement", "outbox.event.${routedByValue}"))
+        self._route_replacement = java_trim(config.get("route.topic.replacement", "outbox.event.${routedByValue}"))
         self._additional = _additional_fields(config.get("table.fields.additional.placement"))
-        self._ignore_missing = _java_trim(config.get("table.field.additional.missing", "error")).lower() == "ignore"
+        self._ignore_missing = java_trim(config.get("table.field.additional.missing", "error")).lower() == "ignore"
         self._only_headers = not any(f.placement == "envelope" for f in self._additional)
         self._schemas_by_payload: _Lru[Schema, Schema] = _Lru(10_000)
         self._schemas_by_version: dict[int | None, Schema] = {}
@@ -1027,7 +332,7 @@ class MongoEventRouter:
             return None
         try:
             expanded = self._expand_after(record)
-        except ValueError:  # Debezium logs it and carries on with the record as it was, which then fails below
+        except DataError:  # Debezium logs it and carries on with the record as it was, which then fails below
             expanded = record
         return self._route(record, envelope, expanded)
 
@@ -1060,26 +365,24 @@ class MongoEventRouter:
     def _stringified(self, name: str, value: Any) -> bool:
         return name == self._payload_field and not self._expand_payload and isinstance(value, dict)
 
-    def _after_schema(self, name: str | None, document: Mapping[str, Any]) -> Schema:
-        shapes = self._converter.parse(document)
-        builder = _Builder(name)
+    def _after_schema(self, name: str | None, document: dict[str, Any]) -> Schema:
+        schema_map = self._converter.parse_bson_document(document)
+        builder = StructBuilder(name)
         for field, value in document.items():
             if field == self._timestamp_field:
                 builder.add(field, DEBEZIUM_TIMESTAMP)
             elif self._stringified(field, value):
                 builder.add(field, OPTIONAL_STRING)
-        self._converter.build_schema(shapes, builder)
+        self._converter.build_schema(schema_map, builder)
         return builder.build()
 
-    def _after_struct(self, schema: Schema, document: Mapping[str, Any]) -> Struct:
+    def _after_struct(self, schema: Schema, document: dict[str, Any]) -> Struct:
         built = Struct(schema)
         for field, value in document.items():
             if field == self._timestamp_field:
                 if bson_type(value) is not BsonType.INT64:
-                    raise DataError(
-                        f"Value expected to be of type INT64 is of unexpected type {bson_type(value).value}"
-                    )
-                built.put(field, JavaLong(value.value))
+                    raise DataError(f"Value expected to be of type INT64 is of unexpected type {bson_type(value)}")
+                built.put(field, value.value)
             elif self._stringified(field, value):
                 built.put(field, canonical_json(value))
             else:
@@ -1098,7 +401,7 @@ class MongoEventRouter:
         timestamp = self._timestamp(envelope, event)
         event_id = event.get(self._event_id)
         payload = event.get(self._payload)
-        headers = [*record.headers, Header("id", _field_schema(after_schema, self._event_id), event_id)]
+        headers = [*record.headers, Header("id", field_schema(after_schema, self._event_id), event_id)]
 
         value_schema: Schema | None = None
         value: Struct | None = None
@@ -1125,13 +428,13 @@ class MongoEventRouter:
                 value.put(extra.alias, event.get(extra.field))
             elif extra.placement == "header":
                 found = event.get(extra.field)
-                headers.append(Header(extra.alias, _field_schema(after_schema, extra.field), found))
+                headers.append(Header(extra.alias, field_schema(after_schema, extra.field), found))
             elif extra.placement == "partition":
                 partition = _typed(event, extra.field, Type.INT32)
             else:
                 raise DataError(f"Unknown placement for additional field {extra.field}")
 
-        deleted = payload is None or (isinstance(payload, str) and not _java_trim(payload))
+        deleted = payload is None or (isinstance(payload, str) and not java_trim(payload))
         out_schema: Schema | None
         out_value: Any
         if deleted and self._tombstone_on_empty:
@@ -1150,7 +453,7 @@ class MongoEventRouter:
         return original.new_record(
             topic=topic,
             partition=partition,
-            key_schema=_field_schema(after_schema, self._event_key),
+            key_schema=field_schema(after_schema, self._event_key),
             key=key,
             value_schema=out_schema,
             value=out_value,
@@ -1178,8 +481,8 @@ class MongoEventRouter:
         millis: int | None = _typed(envelope if self._event_timestamp is None else event, field, Type.INT64)
         return millis
 
-    def _schema_builder(self, payload_schema: Schema, event_schema: Schema, topic: str | None) -> _Builder:
-        builder = _Builder(_routed_schema_name(event_schema.name, topic))
+    def _schema_builder(self, payload_schema: Schema, event_schema: Schema, topic: str | None) -> StructBuilder:
+        builder = StructBuilder(_routed_schema_name(event_schema.name, topic))
         builder.add("payload", payload_schema)
         for extra in self._additional:
             if extra.placement == "envelope":
@@ -1219,54 +522,6 @@ def _routed_schema_name(name: str | None, topic: str | None) -> str:
 
 
 # =============================================================================================================
-# Schema name adjustment (SchemaNameAdjuster)
-# =============================================================================================================
-
-_ADJUSTMENT_MODES: Final = ("none", "avro", "avro_unicode")
-
-
-def _utf16_units(text: str) -> list[int]:
-    data = text.encode("utf-16-le", "surrogatepass")
-    return [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
-
-
-def _ascii_letter(unit: int) -> bool:
-    return ord("a") <= unit <= ord("z") or ord("A") <= unit <= ord("Z")
-
-
-def adjust_schema_name(mode: str, name: str) -> str:
-    """``SchemaNameAdjuster`` of ``schema.name.adjustment.mode``: ``avro`` replaces each character an Avro name
-    cannot have by ``_`` (a leading digit keeps itself after it), ``avro_unicode`` by ``_uXXXX`` (``_`` included).
-    Two names may get the same replacement: Debezium's adjusters make a fresh conflict tracker for every name
-    (``handler.firstTimeOnly()`` inside the adjusting lambda), so they never detect a conflict."""
-    if mode == "none" or not name:
-        return name
-    unicode = mode == "avro_unicode"
-
-    def first_ok(unit: int) -> bool:
-        return _ascii_letter(unit) or (not unicode and unit == ord("_"))
-
-    def replace(unit: int) -> str:
-        if not unicode:
-            return "_"
-        digits = f"{unit:x}"
-        return "_u" + ("00" + digits if len(digits) <= 2 else digits)
-
-    units = _utf16_units(name)
-    out: list[str] = []
-    changed = False
-    for position, unit in enumerate(units):
-        if first_ok(unit) or (position and (unit == ord(".") or ord("0") <= unit <= ord("9"))):
-            out.append(chr(unit))
-            continue
-        out.append(replace(unit))
-        changed = True
-        if not position and not unicode and not 0xD800 <= unit <= 0xDFFF and unicodedata.category(chr(unit)) == "Nd":
-            out.append(chr(unit))
-    return "".join(out) if changed else name
-
-
-# =============================================================================================================
 # ByLogicalTableRouter
 # =============================================================================================================
 
@@ -1284,21 +539,21 @@ class ByLogicalTableRouter:
         _check_required("topic.replacement", topic_replacement)
         _check_boolean("key.enforce.uniqueness", options.get("key.enforce.uniqueness"))
         _check_regex("key.field.regex", key_field_regex)
-        if _java_trim(key_field_regex or "") and not _java_trim(key_field_replacement or ""):
+        if java_trim(key_field_regex or "") and not java_trim(key_field_replacement or ""):
             raise ConnectConfigError("key.field.replacement must be non-empty if key.field.regex is set.")
         mode = _check_choice(
-            "schema.name.adjustment.mode", options.get("schema.name.adjustment.mode", "none"), _ADJUSTMENT_MODES
+            "schema.name.adjustment.mode", options.get("schema.name.adjustment.mode", "none"), ADJUSTMENT_MODES
         )
         _check_int("logical.table.cache.size", options.get("logical.table.cache.size"))
         assert topic_regex is not None and topic_replacement is not None
 
         self._topic_regex = java_regex(topic_regex)
         self._topic_replacement = topic_replacement
-        self._key_field_regex = java_regex(key_field_regex) if key_field_regex and _java_trim(key_field_regex) else None
+        self._key_field_regex = java_regex(key_field_regex) if key_field_regex and java_trim(key_field_regex) else None
         self._key_field_replacement = key_field_replacement or ""
         self._key_field_name = options.get("key.field.name", "__dbz__physicalTableIdentifier")
         self._enforce_uniqueness = _lenient_boolean(options.get("key.enforce.uniqueness"), True)
-        self._mode = mode
+        self._names = NameAdjuster(mode)
         size = int(options.get("logical.table.cache.size", "16"))
         self._key_schemas: _Lru[Schema, Schema] = _Lru(size)
         self._envelope_schemas: _Lru[Schema, Schema] = _Lru(size)
@@ -1329,9 +584,9 @@ class ByLogicalTableRouter:
         )
 
     @staticmethod
-    def _copy(source: Schema, *, fields: bool) -> _Builder:
+    def _copy(source: Schema, *, fields: bool) -> StructBuilder:
         """``copySchemaExcludingName``: version, doc, parameters, optionality and (``fields``) the fields."""
-        builder = _Builder(None, optional=source.optional)
+        builder = StructBuilder(None, optional=source.optional)
         builder.version = source.version
         builder.doc = source.doc
         builder.parameters = source.params or None
@@ -1346,7 +601,7 @@ class ByLogicalTableRouter:
         cached = self._key_schemas.get(old)
         if cached is None:
             builder = self._copy(old, fields=True)
-            builder.name = adjust_schema_name(self._mode, topic + ".Key")
+            builder.name = self._names.adjust(topic + ".Key")
             if self._enforce_uniqueness:
                 builder.add(self._key_field_name, STRING)
             cached = builder.build()
@@ -1371,12 +626,12 @@ class ByLogicalTableRouter:
             if before is None:
                 raise DataError("The envelope has no before field")
             value_builder = self._copy(before.schema, fields=True)
-            value_builder.name = adjust_schema_name(self._mode, topic + ".Value")
+            value_builder.name = self._names.adjust(topic + ".Value")
             value_schema = value_builder.build()
             builder = self._copy(old, fields=False)
             for f in old.fields:
                 builder.add(f.name, value_schema if f.name in ("before", "after") else f.schema)
-            builder.name = adjust_schema_name(self._mode, topic + ".Envelope")
+            builder.name = self._names.adjust(topic + ".Envelope")
             cached = builder.build()
             self._envelope_schemas.put(old, cached)
         return cached
@@ -1384,7 +639,7 @@ class ByLogicalTableRouter:
     @staticmethod
     def _envelope(schema: Schema, old: Struct) -> Struct:
         envelope = Struct(schema)
-        value_schema = _field_schema(schema, "before")
+        value_schema = field_schema(schema, "before")
         for f in old.schema.fields:
             value = old.get(f.name)
             if f.name in ("before", "after") and value is not None:
@@ -1417,7 +672,7 @@ def _contained(name: str, nested: Sequence[str]) -> bool:
 
 def _entry_field(destination: str, current: str, level: int) -> str | None:
     """``getFieldName``: the field an entry adds to the struct at ``current``/``level``, if any."""
-    names = _java_split(destination, ".")
+    names = java_split(destination, ".")
     if len(names) == 1 and current == _ROOT:
         return names[0]
     if len(names) == level + 1 and names[0 if level == 0 else level - 1] == current:
@@ -1429,7 +684,7 @@ def _new_parents(current: str, schema: Schema, nested: Sequence[str], level: int
     """``getNewParentFieldsAtLevel``: struct fields a dotted name needs that the schema does not have."""
     parents: list[str] = []
     for candidate in nested:
-        parts = _java_split(candidate, ".")
+        parts = java_split(candidate, ".")
         here = (level == 0 and current == _ROOT) or (0 < level < len(parts) and parts[level - 1] == current)
         if here and level < len(parts) - 1:
             name = parts[level]
@@ -1442,7 +697,7 @@ def _parent_child(destination: str, parent: str, current: str, level: int) -> st
     """``getNestedFieldNameForParent``: the field a dotted name puts in a new top-level parent struct. Below the
     top level Debezium compares the dotted path so far with the parent's (undotted) name, which never matches:
     a new parent there stays an empty struct."""
-    parts = _java_split(destination, ".")
+    parts = java_split(destination, ".")
     if level == 0 and current == _ROOT and len(parts) > 1 and parts[0] == parent:
         return parts[1]
     return None
@@ -1451,7 +706,7 @@ def _parent_child(destination: str, parent: str, current: str, level: int) -> st
 def _validate_nested(schema: Schema, nested: Sequence[str]) -> None:
     for candidate in nested:
         current = schema
-        for part in _java_split(candidate, ".")[:-1]:
+        for part in java_split(candidate, ".")[:-1]:
             found = current.field(part)
             if found is None:
                 break
@@ -1466,7 +721,7 @@ def _new_schema(current: str, old: Schema, entries: Sequence[_NewEntry], nested:
     """``buildNewSchema``: ``old`` with the entries' fields, at every level their dotted names reach."""
     if old.type.primitive:
         return old
-    builder = _Builder(old.name)
+    builder = StructBuilder(old.name)
     builder.version = old.version
     builder.doc = old.doc
     builder.parameters = old.params or None
@@ -1479,10 +734,10 @@ def _new_schema(current: str, old: Schema, entries: Sequence[_NewEntry], nested:
         )
     for entry in entries:
         name = _entry_field(entry.name, current, level)
-        if name is not None and not builder.has(name):
+        if name is not None and name not in builder.fields:
             builder.add(name, entry.schema)
     for parent in _new_parents(current, old, nested, level):
-        children = _Builder(None, optional=True)
+        children = StructBuilder(None, optional=True)
         for entry in entries:
             child = _parent_child(entry.name, parent, current, level)
             if child is not None:
@@ -1502,7 +757,7 @@ def _updated_value(
             continue
         if _contained(f.name, nested):
             inner = _require_struct(value, "Nested field")
-            value = _updated_value(f.name, inner, entries, _field_schema(schema, f.name), nested, level + 1)
+            value = _updated_value(f.name, inner, entries, field_schema(schema, f.name), nested, level + 1)
         updated.put(f.name, value)
     for entry in entries:
         name = _entry_field(entry.name, current, level)

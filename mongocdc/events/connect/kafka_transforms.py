@@ -51,6 +51,8 @@ from mongocdc.events.connect.base import (
     choice,
     invalid,
     java_regex,
+    java_split,
+    java_trim,
     listing,
     option,
     text,
@@ -142,23 +144,13 @@ def _f32_exact(value: Fraction) -> float:
 _JAVA_FLOAT: Final = re.compile(r"[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?)")
 
 
-def _jtrim(value: str) -> str:
-    """``String.trim``: strips the characters up to U+0020."""
-    start, end = 0, len(value)
-    while start < end and value[start] <= " ":
-        start += 1
-    while end > start and value[end - 1] <= " ":
-        end -= 1
-    return value[start:end]
-
-
 def _is_blank(value: str | None) -> bool:
-    return value is None or not _jtrim(value)
+    return value is None or not java_trim(value)
 
 
 def _parse_decimal_text(value: str) -> Fraction:
     """``Double.parseDouble``'s syntax (decimal only) as an exact value; ``ValueError`` as NumberFormatException."""
-    trimmed = _jtrim(value)
+    trimmed = java_trim(value)
     if not _JAVA_FLOAT.fullmatch(trimmed):
         raise ValueError(f'For input string: "{value}"')
     body = trimmed.rstrip("fFdD") if not trimmed.endswith("Infinity") else trimmed
@@ -168,7 +160,7 @@ def _parse_decimal_text(value: str) -> Fraction:
 
 
 def _parse_double(value: str) -> float:
-    trimmed = _jtrim(value)
+    trimmed = java_trim(value)
     if _JAVA_FLOAT.fullmatch(trimmed) and trimmed.lstrip("+-") in ("NaN", "Infinity"):
         return float(trimmed.replace("Infinity", "inf"))
     exact = _parse_decimal_text(value)
@@ -179,7 +171,7 @@ def _parse_double(value: str) -> float:
 
 
 def _parse_float(value: str) -> float:
-    trimmed = _jtrim(value)
+    trimmed = java_trim(value)
     if _JAVA_FLOAT.fullmatch(trimmed) and trimmed.lstrip("+-") in ("NaN", "Infinity"):
         return float(trimmed.replace("Infinity", "inf"))
     return _f32_exact(_parse_decimal_text(value))
@@ -450,14 +442,6 @@ def _valid_string(options: Mapping[str, str], name: str, allowed: Sequence[str],
     if value not in allowed:
         raise invalid(name, value, f"String must be one of: {', '.join(allowed)}")
     return value
-
-
-def _java_split(value: str, separator: str) -> list[str]:
-    """``String.split`` with a literal separator: trailing empty strings removed."""
-    parts = value.split(separator)
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts if value else [""]
 
 
 def _regex(name: str, pattern: str, reason: str = "Invalid regex: ") -> re.Pattern[str]:
@@ -1266,7 +1250,7 @@ class _Tokens:
             self.next_token = self._consume()
         while _is_blank(self.next_token) and self.index < len(self.original):
             self.next_token = self._consume()
-        if _jtrim(self.next_token) == expected:
+        if java_trim(self.next_token) == expected:
             self.next_token = None
             return True
         return False
@@ -1308,7 +1292,7 @@ class _ValueParser:
         token = tokens.next()
         if _is_blank(token):
             return _STRING, token
-        return self._next_token(embedded, _jtrim(token))
+        return self._next_token(embedded, java_trim(token))
 
     def _next_token(self, embedded: bool, token: str) -> _SchemaAndValue:
         first = token[0]
@@ -1634,7 +1618,7 @@ class ReplaceField:
         self.include = set(listing(options, "include"))
         self.renames: dict[str, str] = {}
         for mapping in listing(options, "renames"):
-            parts = _java_split(mapping, ":")
+            parts = java_split(mapping, ":")
             if len(parts) != 2:
                 raise invalid("renames", listing(options, "renames"), f"Invalid rename mapping: {mapping}")
             self.renames[parts[0]] = parts[1]
@@ -1944,7 +1928,7 @@ class Cast:
         self.casts = _HashMap()
         self.whole: Type | None = None
         for mapping in mappings:
-            parts = _java_split(mapping, ":")
+            parts = java_split(mapping, ":")
             if len(parts) > 2:
                 raise invalid("renames", mappings, f"Invalid rename mapping: {mapping}")
             if not parts:  # Java indexes past the end of the split and fails the configuration

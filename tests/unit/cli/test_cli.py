@@ -263,7 +263,9 @@ def test_options_that_set_properties_are_the_flags_their_settings_rows_declare()
         assert all(o.metavar == prop.flag.metavar for o in declared)
 
 
-def test_settings_flags_override_the_properties_they_name(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_flags_override_the_properties_they_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    worker = tmp_path / "connect-distributed.properties"
+    worker.write_text("bootstrap.servers=w1:9092\n")  # --bootstrap-servers wins over the worker's
     values = {
         "name": "fromflag",
         "mongodb.connection.string": "mongodb://db1:27017/?replicaSet=rs0",
@@ -277,6 +279,7 @@ def test_settings_flags_override_the_properties_they_name(monkeypatch: pytest.Mo
         "metrics.port": "9100",
         "metrics.host": "0.0.0.0",
         "group.id": "fleet",
+        "worker.config": str(worker),
     }
     assert set(values) == {name for name, prop in PROPERTIES.items() if prop.flag}
     monkeypatch.setenv("MONGOCDC_TOPIC_PREFIX", "fromenv")

@@ -23,12 +23,7 @@ import pytest
 from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 
 from mongocdc.events.codec import document_to_json
-from mongocdc.events.connect.debezium_transforms import (
-    TRANSFORMS,
-    BsonType,
-    canonical_json,
-    parse_document,
-)
+from mongocdc.events.connect.debezium_transforms import TRANSFORMS
 from tests.oracle import connect_oracle
 from tests.oracle.recorded import compare, recorded_inputs
 
@@ -1000,19 +995,3 @@ def test_case_matches_debezium(name: str, oracle: tuple[dict[str, list[str]], di
 
 def test_transforms_are_registered_by_java_name() -> None:
     assert set(TRANSFORMS) == {ROUTER, LOGICAL, HEADER_TO_VALUE}
-
-
-def test_parse_document_reads_debezium_json() -> None:
-    document = parse_document(document_to_json({"a": 1, "b": Int64(2), "c": WHEN, "r": Regex("x", "mi")}))
-    assert document["a"] == 1
-    assert document["b"].type is BsonType.INT64 and document["b"].value == 2
-    assert document["c"].type is BsonType.DATE_TIME and document["c"].value == 1709210096789
-    assert document["r"].value == ("x", "im")
-
-
-def test_canonical_json_is_indented_extended_json() -> None:
-    document = parse_document('{"n": 1, "d": 2.0, "a": [], "e": {}, "s": "\\u2028"}')
-    assert canonical_json(document) == (
-        '{\n  "n": {\n    "$numberInt": "1"\n  },\n  "d": {\n    "$numberDouble": "2.0"\n  },\n'
-        '  "a": [],\n  "e": {},\n  "s": "\\u2028"\n}'
-    )
