@@ -544,8 +544,10 @@ def connector_task(
     metrics: Metrics,
     estimate_after_s: float = 5.0,
 ) -> ConnectorTask:
-    """The task of one source partition (a replica set, or the cluster through mongos)."""
+    """The task of one source partition (a replica set, or the cluster through mongos); its offsets are keyed by
+    ``topic.prefix`` as Kafka Connect keys Debezium's (``ServerOffsets``)."""
     from mongocdc.engine.connector import ConnectorTask, TaskOptions
+    from mongocdc.engine.source_offset import ServerOffsets
     from mongocdc.engine.streaming import StreamOptions
     from mongocdc.sources.mongo.scan import CollectionScanner, captured_collections
 
@@ -571,7 +573,7 @@ def connector_task(
         current_position=source.inner.current_position,
         scanners=scanners,
         sink=sink,
-        store=store,
+        store=ServerOffsets(store, settings.require("topic.prefix")),
         codec=envelope,
         options=TaskOptions(
             StreamOptions(

@@ -12,7 +12,8 @@ record's top-level keys; each part writes and reads its own sub-record::
      "incremental_snapshot": {...},            # a running incremental snapshot: IncrementalSnapshotState
      "incremental_snapshot_completed": "<id>", # the id of the last incremental snapshot that completed
      "signal_offsets": {"0": 12},              # the kafka signal channel: the next offset to read, by partition
-     "transaction": {...}}                     # the transaction the stream is in: TransactionState
+     "transaction": {...},                     # the transaction the stream is in: TransactionState
+     "server_id": "<topic.prefix>"}            # the topic.prefix it was written for (ServerOffsets)
 
 A key is absent when its part is (``resume_token`` is always written). The stores write a record
 with its keys sorted, so the bytes depend on the content only: records of earlier versions, and
@@ -31,7 +32,7 @@ import binascii
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import bson
 
@@ -39,6 +40,9 @@ from mongocdc.engine.incremental import IncrementalSnapshotState
 from mongocdc.engine.transactions import TransactionState
 from mongocdc.events.position import Position
 from mongocdc.events.snapshot import SnapshotState
+
+if TYPE_CHECKING:
+    from mongocdc.offsets.base import OffsetRecord, OffsetStore
 
 log = logging.getLogger("mongocdc.engine")
 
@@ -51,6 +55,7 @@ INCREMENTAL: Final = "incremental_snapshot"
 INCREMENTAL_COMPLETED: Final = "incremental_snapshot_completed"
 TRANSACTION: Final = "transaction"
 SIGNAL_OFFSETS: Final = "signal_offsets"
+SERVER_ID: Final = "server_id"
 
 
 _new = tuple.__new__
@@ -202,3 +207,57 @@ def _signal_offsets(raw: object) -> tuple[tuple[int, int], ...] | None:
         return tuple(sorted((int(partition), int(offset)) for partition, offset in raw.items()))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"offset 'signal_offsets' is not an object of partition: offset, got {as_json(raw)}") from exc
+
+
+class ServerOffsets:
+    """A running connector's offset store, keyed by ``topic.prefix`` as Kafka Connect keys Debezium's offsets.
+
+    Debezium's source partition is ``{"server_id": "<topic.prefix>"}``, so a connector whose prefix changed finds no
+    offset in Kafka Connect and starts afresh (``snapshot.mode`` decides; the new topics get their snapshot). Each
+    offset this store commits carries the prefix it was written for (``server_id``), and a stored offset of another
+    prefix is not loaded (logged); an offset without one (written before, by ``offsets set`` or ``offsets import``)
+    loads as it is. Everything else goes to the wrapped store (``transactional`` and ``abort`` of an exactly-once
+    task's store too).
+    """
+
+    def __init__(self, store: OffsetStore, prefix: str) -> None:
+        self._store = store
+        self.prefix = prefix
+
+    @property
+    def exists(self) -> bool:
+        return self._store.exists
+
+    def records(self, connector: str | None = None) -> list[OffsetRecord]:
+        return self._store.records(connector)
+
+    def delete(self, connector: str, partition: str | None = None) -> int:
+        return self._store.delete(connector, partition)
+
+    def close(self) -> None:
+        self._store.close()
+
+    def load(self, connector: str, partition: str) -> dict[str, Any] | None:
+        record = self._store.load(connector, partition)
+        if record is None:
+            return None
+        stored = record.get(SERVER_ID)
+        if stored is not None and stored != self.prefix:
+            log.warning(
+                "%s/%s: the stored offset was written for topic.prefix %r, not %r: it is not used, and the connector "
+                "starts afresh (snapshot.mode decides), as Kafka Connect keys Debezium's offsets by topic.prefix; "
+                "set topic.prefix back to %r to continue from it",
+                connector,
+                partition,
+                stored,
+                self.prefix,
+                stored,
+            )
+            return None
+        return dict(record)
+
+    def commit(self, connector: str, partition: str, offset: Mapping[str, Any]) -> None:
+        self._store.commit(connector, partition, {**offset, SERVER_ID: self.prefix})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)

@@ -85,3 +85,41 @@ def test_a_rest_body_streams_with_its_converters_schemas_and_delay(
     shown = run_cli("offsets", "show", "-c", str(connector), "--offsets", offsets, "--output", "json")
     assert shown.returncode == 0, shown.stderr
     assert [o["connector"] for o in json.loads(shown.stdout)] == [f"it-{prefix}"]  # the REST body's name
+
+
+def test_a_connector_whose_topic_prefix_changed_starts_afresh_as_in_kafka_connect(
+    tmp_path: Path, mongo_uri: str, kafka_bootstrap: str
+) -> None:
+    """Kafka Connect keys Debezium's offsets by topic.prefix: a new prefix snapshots into its new topics."""
+    db_name = f"it_{uuid.uuid4().hex[:12]}"
+    name = f"c{uuid.uuid4().hex[:8]}"
+    offsets = f"sqlite:{tmp_path / 'offsets.db'}"
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo_uri)
+    client[db_name].orders.insert_many([{"_id": 1, "qty": 1}, {"_id": 2, "qty": 2}])
+
+    def run(prefix: str) -> CliProcess:
+        connector = tmp_path / f"{prefix}.json"
+        config = {
+            "connector.class": "io.debezium.connector.mongodb.MongoDbConnector",
+            "mongodb.connection.string": mongo_uri,
+            "topic.prefix": prefix,
+            "collection.include.list": f"{db_name}\\.orders",
+            "cursor.max.await.time.ms": "300",
+        }
+        connector.write_text(json.dumps({"name": name, "config": config}))
+        return CliProcess("stream", "-c", str(connector), "--bootstrap-servers", kafka_bootstrap, "--offsets", offsets)
+
+    first, second = f"{name}a", f"{name}b"
+    stream = run(first)
+    try:
+        wait_until(lambda: len(read_topic(kafka_bootstrap, f"{first}.{db_name}.orders")) == 2, "the first snapshot")
+    finally:
+        assert stream.stop(signal.SIGTERM) == 0, stream.stderr
+    stream = run(second)
+    try:
+        wait_until(lambda: len(read_topic(kafka_bootstrap, f"{second}.{db_name}.orders")) == 2, "the new snapshot")
+    finally:
+        assert stream.stop(signal.SIGTERM) == 0, stream.stderr
+    assert f"written for topic.prefix {first!r}, not {second!r}" in stream.stderr
+    # and the first prefix's topic got nothing more
+    assert len(read_topic(kafka_bootstrap, f"{first}.{db_name}.orders")) == 2

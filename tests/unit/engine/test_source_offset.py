@@ -196,3 +196,41 @@ def test_the_kafka_signal_channels_position_round_trips_and_a_malformed_one_is_r
     assert "signal_offsets" not in SourceOffset(Position(1, 2)).to_record()
     with pytest.raises(ValueError, match="'signal_offsets' is not an object"):
         SourceOffset.from_record({"sec": 1, "ord": 2, "signal_offsets": [12]})
+
+
+# --- offsets keyed by topic.prefix (ServerOffsets) --------------------------------------------------------------
+
+
+def test_a_connectors_offsets_carry_its_topic_prefix_and_another_prefix_starts_afresh(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mongocdc.engine.source_offset import ServerOffsets
+    from mongocdc.offsets.memory import MemoryOffsetStore
+
+    store = MemoryOffsetStore()
+    old = ServerOffsets(store, "dbserver1")
+    old.commit("inventory", "rs0", {"sec": 1, "ord": 2, "resume_token": None})
+    assert store.load("inventory", "rs0") == {"sec": 1, "ord": 2, "resume_token": None, "server_id": "dbserver1"}
+    assert old.load("inventory", "rs0") == {"sec": 1, "ord": 2, "resume_token": None, "server_id": "dbserver1"}
+    renamed = ServerOffsets(store, "dbserver2")
+    with caplog.at_level(logging.WARNING, logger="mongocdc.engine"):
+        assert renamed.load("inventory", "rs0") is None  # as Kafka Connect: another prefix, another key
+    assert "written for topic.prefix 'dbserver1', not 'dbserver2'" in caplog.text
+    # an offset written without a prefix (before, or by offsets set/import) loads as it is
+    store.commit("inventory", "rs1", {"sec": 5, "ord": 1, "resume_token": None})
+    assert renamed.load("inventory", "rs1") == {"sec": 5, "ord": 1, "resume_token": None}
+    assert SourceOffset.from_record(old.load("inventory", "rs0") or {}).position.sec == 1  # nothing else changes
+    assert [r.partition for r in renamed.records("inventory")] == ["rs0", "rs1"]
+    assert renamed.delete("inventory", "rs1") == 1 and renamed.exists
+
+
+def test_the_wrapped_stores_own_attributes_show_through() -> None:
+    from mongocdc.engine.exactly_once import is_transactional
+    from mongocdc.engine.source_offset import ServerOffsets
+    from mongocdc.offsets.memory import MemoryOffsetStore
+
+    class Transactional(MemoryOffsetStore):
+        transactional = True
+
+    assert is_transactional(ServerOffsets(Transactional(), "p"))
+    assert not is_transactional(ServerOffsets(MemoryOffsetStore(), "p"))
