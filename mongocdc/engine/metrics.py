@@ -17,7 +17,8 @@ Debezium name → here (Prometheus name; ``to_dict`` key under the partition):
 - SourceEventPosition → ``mongocdc_source_event_position_sec``/``_ord``; ``source_event_position``
 - NumberOfDisconnects → ``mongocdc_disconnects_total``; ``disconnects``
 - NumberOfPrimaryElections → ``mongocdc_primary_elections_total``; ``primary_elections``
-- NumberOfEventsFiltered (and oversized/skipped operations) → ``mongocdc_events_skipped_total{reason}``; ``skipped``
+- NumberOfEventsFiltered (and oversized/skipped operations, records a transform dropped: ``transform``) →
+  ``mongocdc_events_skipped_total{reason}``; ``skipped``
 - Connected → ``mongocdc_connected``; ``connected``
 - SnapshotRunning/Completed/Aborted → ``mongocdc_snapshot_running``/``_completed``/``_aborted``
 - SnapshotDurationInSeconds → ``mongocdc_snapshot_duration_seconds``
@@ -521,8 +522,8 @@ def render_prometheus(data: Mapping[str, Any]) -> str:
     family(
         "mongocdc_events_skipped_total",
         "counter",
-        "Events not delivered on purpose, by reason: filtered, oversized, skipped operation "
-        "(Debezium NumberOfEventsFiltered).",
+        "Events not delivered on purpose, by reason: filtered, oversized, skipped operation, transform (dropped by "
+        "the connector's transforms) (Debezium NumberOfEventsFiltered).",
         (
             ((("partition", p), ("reason", reason)), n)
             for p, state in partitions.items()

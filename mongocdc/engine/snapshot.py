@@ -251,12 +251,20 @@ class SnapshotRunner:
         tracker = self._tracker
         if self._transactional is None:
             seq = tracker.issue()
-            self.sink.produce(topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq))
+            queued = self.sink.produce(
+                topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq)
+            )
+            if queued is False:  # dropped by the connector's transforms
+                self.metrics.record_skipped(self.options.partition, "transform")
             return
         # Exactly once: a commit (which holds this lock) covers exactly the documents produced before it.
         with self._lock:
             seq = tracker.issue()
-            self.sink.produce(topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq))
+            queued = self.sink.produce(
+                topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq)
+            )
+            if queued is False:  # dropped by the connector's transforms
+                self.metrics.record_skipped(self.options.partition, "transform")
             self._exact[namespace] = (held, documents)
             self._transaction_records += 1
             due = self._transaction_records >= self.options.transaction_boundary.max_records

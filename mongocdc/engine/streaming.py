@@ -45,7 +45,9 @@ class Sink(Protocol):
         headers: list[tuple[str, str | bytes | None]] | None = None,
         partition: int | None = None,
         on_ack: Callable[[], None] | None = None,
-    ) -> None: ...
+    ) -> bool:
+        """Queue the record; ``False`` when the connector's transforms dropped it (``on_ack`` has run)."""
+        ...
 
     def poll(self, timeout: float = 0.0) -> None: ...
 
@@ -398,9 +400,13 @@ class StreamingTask:
         tracker = self._tracker
         seq = tracker.issue()
         try:
-            self.sink.produce(
-                topic, key, value, headers=headers, partition=partition, on_ack=partial(tracker.acked, seq)
-            )
+            if (
+                self.sink.produce(
+                    topic, key, value, headers=headers, partition=partition, on_ack=partial(tracker.acked, seq)
+                )
+                is False
+            ):
+                self.metrics.record_skipped(self.options.partition, "transform")  # dropped by the connector's chain
         except OversizedEventError:
             tracker.acked(seq)  # never sent: nothing to wait for
             raise

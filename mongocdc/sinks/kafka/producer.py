@@ -122,8 +122,9 @@ class KafkaSink:
         headers: list[tuple[str, str | bytes | None]] | None = None,
         partition: int | None = None,
         on_ack: AckCallback | None = None,
-    ) -> None:
-        """Queue one record; ``on_ack`` runs (from a later ``poll``/``flush``) once Kafka acknowledged it.
+    ) -> bool:
+        """Queue one record; ``on_ack`` runs (from a later ``poll``/``flush``) once Kafka acknowledged it. Returns
+        whether it was queued (``False``: a transform dropped it).
 
         With a record pipeline (:attr:`records`), the record, as the codec wrote it with its schemas, first goes
         through the connector's transforms and converters, as Kafka Connect's would: what comes out is produced
@@ -139,7 +140,7 @@ class KafkaSink:
                 self.dropped += 1
                 if on_ack is not None:
                     on_ack()
-                return
+                return False
             topic, key, value, headers, partition = (
                 output.topic,
                 output.key,
@@ -166,6 +167,7 @@ class KafkaSink:
             raise self._fenced(exc) from exc
         self.produced += 1
         producer.poll(0)  # a failure it serves is raised by the next call
+        return True
 
     def _transformed(
         self,

@@ -166,12 +166,13 @@ class RecordingSink:
         headers: Any = None,
         partition: int | None = None,
         on_ack: Callable[[], None] | None = None,
-    ) -> None:
+    ) -> bool:
         with self._lock:
             self.records.append((topic, key, value))
             self.meta.append((headers, partition))
             if on_ack is not None:
                 self._pending.append(on_ack)
+        return True
 
     def poll(self, timeout: float = 0.0) -> None:
         self._deliver()

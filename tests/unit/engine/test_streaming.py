@@ -224,6 +224,36 @@ def test_oversized_events_fail_or_are_skipped_and_counted(tmp_path: Path, mode: 
     assert (store.load("c1", "rs0") or {})["sec"] == 1003
 
 
+def test_records_the_connectors_transforms_drop_are_counted_and_still_advance_the_offset(tmp_path: Path) -> None:
+    class DroppingSink(RecordingSink):
+        """As KafkaSink with a chain that drops the change of key 2: acknowledged at once, reported as dropped."""
+
+        def produce(self, topic: str, key: bytes | None, value: bytes | None, **kwargs: Any) -> bool:
+            if key == b'{"id":"2"}':
+                on_ack = kwargs.get("on_ack")
+                if on_ack is not None:
+                    on_ack()
+                return False
+            return super().produce(topic, key, value, **kwargs)
+
+    store = SqliteOffsetStore(tmp_path / "o.db")
+    stop = threading.Event()
+    sink = DroppingSink()
+    task = StreamingTask(
+        ScriptedSource([change(i) for i in range(3)], stop),
+        sink,
+        store,
+        EnvelopeCodec("app"),
+        StreamOptions("c1", "rs0"),
+        stop=stop,
+    )
+    task.run()
+    assert keys_of(sink) == [0, 1]
+    assert task.metrics.to_dict()["partitions"]["rs0"]["skipped"] == {"transform": 1}
+    assert 'reason="transform"' in task.metrics.to_prometheus()
+    assert (store.load("c1", "rs0") or {})["sec"] == 1002  # the dropped change is the last one committed
+
+
 def test_skip_threshold_and_skipped_operations(tmp_path: Path) -> None:
     stop = threading.Event()
     sink = RecordingSink()
