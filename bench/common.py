@@ -8,7 +8,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -467,6 +467,27 @@ def settings_overrides(
         "connect.max.attempts": 3,
         **(extra or {}),
     }
+
+
+TRANSFORM_CHAINS: dict[str, dict[str, str]] = {
+    "unwrap": {"type": "io.debezium.connector.mongodb.transforms.ExtractNewDocumentState"},
+}
+"""Single message transforms ``--transforms`` can put on both sides, by alias: each alias's
+``transforms.<alias>.*`` properties (Debezium's and Kafka Connect's defaults for the rest)."""
+
+
+def transform_chain(aliases: Sequence[str]) -> dict[str, str]:
+    """The Kafka Connect properties of a chain of ``TRANSFORM_CHAINS`` aliases, in order (``{}``: none).
+
+    The same properties go into the Debezium connector's configuration and mongocdc's settings (where they
+    make ``KafkaSink.produce`` run every record through ``events.connect.chain.RecordPipeline``).
+    """
+    if not aliases:
+        return {}
+    chain = {"transforms": ",".join(aliases)}
+    for alias in aliases:
+        chain.update({f"transforms.{alias}.{key}": value for key, value in TRANSFORM_CHAINS[alias].items()})
+    return chain
 
 
 PEER_METRICS = (

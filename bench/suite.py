@@ -34,6 +34,7 @@ from bench import replication as replication_bench
 from bench import spark as spark_bench
 from bench.common import (
     CPU,
+    TRANSFORM_CHAINS,
     Timing,
     baseline_producer_config,
     comparison,
@@ -44,6 +45,7 @@ from bench.common import (
     peer_comparison,
     peer_lines,
     ratio_row,
+    transform_chain,
 )
 from bench.workload import DOCUMENT_BYTES, load
 
@@ -159,7 +161,7 @@ def _debezium_worker(svc: Services, args: argparse.Namespace, wanted: bool) -> I
         return
     from bench import debezium
 
-    with debezium.worker(svc.bootstrap, args.debezium_option) as dbz:
+    with debezium.worker(svc.bootstrap, {**args.transform_chain, **args.debezium_option}) as dbz:
         yield dbz
 
 
@@ -218,7 +220,7 @@ def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> di
             prefix = f"snap{tag}"  # a topic per run: the first and last records' append times are this run's
             topic = f"{prefix}.{namespace}"
             create_topics(svc.bootstrap, [topic], args.partitions)
-            config = _mongocdc(svc, workdir, f"snap-{tag}", prefix, namespace)
+            config = _mongocdc(svc, workdir, f"snap-{tag}", prefix, namespace, chain=args.transform_chain)
             return connector.snapshot(config, peer=(svc.bootstrap, topic) if debezium_on else None)
 
         def run_baseline(tag: str) -> Timing:
@@ -227,7 +229,9 @@ def bench_snapshot(svc: Services, args: argparse.Namespace, workdir: Path) -> di
         def run_exactly_once(tag: str) -> Timing:
             prefix = f"eossnap{tag}"
             create_topics(svc.bootstrap, [f"{prefix}.{namespace}"], args.partitions)
-            config = _mongocdc(svc, workdir, f"eos-snap-{tag}", prefix, namespace, _exactly_once(tag))
+            config = _mongocdc(
+                svc, workdir, f"eos-snap-{tag}", prefix, namespace, _exactly_once(tag), chain=args.transform_chain
+            )
             return connector.snapshot(config)
 
         def run_debezium(tag: str) -> Timing:
@@ -274,10 +278,18 @@ def _exactly_once(tag: str) -> dict[str, object]:
 
 
 def _mongocdc(
-    svc: Services, workdir: Path, name: str, prefix: str, namespace: str, extra: Mapping[str, object] | None = None
+    svc: Services,
+    workdir: Path,
+    name: str,
+    prefix: str,
+    namespace: str,
+    extra: Mapping[str, object] | None = None,
+    *,
+    chain: Mapping[str, str] | None = None,
 ) -> Any:
     """mongocdc's settings for a run over ``namespace``, with the include list the Debezium connector is given
-    (``bench.debezium.connector_config``) and ``extra`` over them."""
+    (``bench.debezium.connector_config``), the transform chain both sides get (``--transforms``) and ``extra``
+    over them."""
     return connector.settings(
         uri=svc.uri,
         bootstrap=svc.bootstrap,
@@ -285,7 +297,7 @@ def _mongocdc(
         prefix=prefix,
         namespace=namespace,
         workdir=workdir,
-        extra={"collection.include.list": re.escape(namespace), **(extra or {})},
+        extra={"collection.include.list": re.escape(namespace), **(chain or {}), **(extra or {})},
     )
 
 
@@ -340,7 +352,8 @@ def bench_stream(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
             client = _client(svc.uri)
             client[db].create_collection(coll)
             client.close()
-            config = _mongocdc(svc, workdir, f"stream-{tag}", prefix, namespace, {"snapshot.mode": "no_data"})
+            no_data = {"snapshot.mode": "no_data"}
+            config = _mongocdc(svc, workdir, f"stream-{tag}", prefix, namespace, no_data, chain=args.transform_chain)
             # Every side stores a position taken before the writes, then the writes, then each replays them.
             connector.position_before_writes(config)
             eos_config = _mongocdc(
@@ -350,6 +363,7 @@ def bench_stream(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
                 f"eos{prefix}",
                 namespace,
                 {"snapshot.mode": "no_data", **_exactly_once(tag)},
+                chain=args.transform_chain,
             )
             if args.exactly_once:
                 connector.position_before_writes(eos_config)
@@ -467,6 +481,7 @@ def profile_runs(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
                 prefix="prof",
                 namespace=f"{db}.{coll}",
                 workdir=workdir,
+                extra=args.transform_chain,
             )
         ),
         "baseline snapshot": lambda: baseline.snapshot(svc.uri, svc.bootstrap, db, coll, f"baseline-prof.{db}.{coll}"),
@@ -486,7 +501,7 @@ def profile_runs(svc: Services, args: argparse.Namespace, workdir: Path) -> dict
             prefix="profs",
             namespace=f"{db}.{scoll}",
             workdir=workdir,
-            extra={"snapshot.mode": "no_data"},
+            extra={**args.transform_chain, "snapshot.mode": "no_data"},
         )
         connector.position_before_writes(config)
         token = baseline.resume_token(svc.uri, db, scoll)
@@ -530,6 +545,10 @@ def render_table(report: dict[str, Any]) -> str:
         f"median of {report['repeat']} runs each, the sides alternating"
         + (", after warm-up rounds (spark: --spark-warmup)" if report["warmup"] else "")
     )
+    chain = env.get("transforms")
+    if chain:
+        shown = ", ".join(f"{key}={value}" for key, value in chain.items())
+        lines.append(f"transforms on mongocdc and Debezium (not the bare loop): {shown}")
     lines.append("")
     results = report["results"]
     if any(k in results for k in ("spark", "replication", "memory")) or any(
@@ -646,6 +665,10 @@ def _debezium_table(report: dict[str, Any]) -> list[str]:
     for key, r in results:
         n = r.get("documents", r.get("events"))
         lines += peer_lines("snapshot" if key == "snapshot" else "streaming", r["debezium"])
+        m, d = r["debezium"]["mongocdc"]["median"], r["debezium"]["debezium"]["median"]
+        if m and d and n:
+            mine, theirs = m["cpu_tool"] / n * 1e6, d["cpu_tool"] / n * 1e6
+            lines.append(f"  {'':<10}{'CPU tool, us/event':<24}{mine:>12,.1f}{theirs:>12,.1f}")
         verdict = "ahead on every target" if r["debezium"]["mongocdc_ahead_on_all_targets"] else "NOT ahead on all"
         jvm = r.get("connect_jvm_start_s")
         lines.append(
@@ -690,6 +713,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a Debezium connector property over the benchmark's own (repeatable), e.g. snapshot.fetch.size=0",
     )
     parser.add_argument(
+        "--transforms",
+        default="",
+        metavar="LIST",
+        help="single message transforms on both sides of the snapshot and streaming runs: the same chain in the "
+        "Debezium connector's configuration and mongocdc's, comma-separated aliases in order "
+        f"({', '.join(TRANSFORM_CHAINS)}; unwrap: ExtractNewDocumentState with its defaults); default none, where "
+        "mongocdc writes its records itself (the bare loop never transforms)",
+    )
+    parser.add_argument(
         "--exactly-once",
         action="store_true",
         help="also run mongocdc with exactly.once.support=required (offsets in Kafka) in the snapshot and streaming "
@@ -715,6 +747,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if any("=" not in option for option in args.debezium_option):
         parser.error("--debezium-option takes KEY=VALUE")
     args.debezium_option = dict(option.split("=", 1) for option in args.debezium_option)
+    args.transforms = [alias.strip() for alias in args.transforms.split(",") if alias.strip()]
+    unknown_transforms = [alias for alias in args.transforms if alias not in TRANSFORM_CHAINS]
+    if unknown_transforms or len(set(args.transforms)) != len(args.transforms):
+        parser.error(f"--transforms: aliases from {', '.join(TRANSFORM_CHAINS)}, each once (got {args.transforms})")
+    args.transform_chain = transform_chain(args.transforms)
     unknown = set(args.only) - set(ALL) - set(OPTIONAL)
     if unknown:
         choices = ", ".join(ALL + OPTIONAL)
@@ -742,6 +779,7 @@ def main(argv: list[str] | None = None) -> int:
             "partitions": args.partitions,
             "peer": args.peer,
             "debezium_options": args.debezium_option,
+            "transforms": args.transform_chain,
             "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         },
         "repeat": args.repeat,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -86,17 +87,33 @@ def mongocdc_case(config: Mapping[str, str], records: Sequence[Mapping[str, Any]
     return {"records": out}
 
 
-def compare(cases: Sequence[tuple[Mapping[str, str], Sequence[Mapping[str, Any]]]]) -> list[str]:
-    """Run every case on both sides (one JVM for all) and list each difference, empty when they agree.
+@dataclass
+class CaseResults:
+    """What :func:`run_cases` found, by case name."""
+
+    differences: dict[str, list[str]] = field(default_factory=dict)
+    """Each case's differences between mongocdc and Connect (empty when they agree)."""
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What mongocdc made of each case (:func:`mongocdc_case`'s shape)."""
+    oracle: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What Kafka Connect made of each case (``connect_oracle.run``'s shape)."""
+
+
+def run_cases(cases: Mapping[str, tuple[Mapping[str, str], Sequence[Mapping[str, Any]]]]) -> CaseResults:
+    """Run every named case on both sides (one JVM for all) and compare them record by record.
 
     A case Connect refuses must be refused by mongocdc too; a record Connect fails on must fail in mongocdc
     (the messages are not compared); everything else is compared byte for byte.
     """
-    oracle = connect_oracle.run([{"config": dict(config), "records": list(records)} for config, records in cases])
-    problems: list[str] = []
-    for number, ((config, records), expected) in enumerate(zip(cases, oracle, strict=True)):
+    names = list(cases)
+    oracle = connect_oracle.run([{"config": dict(cases[n][0]), "records": list(cases[n][1])} for n in names])
+    result = CaseResults()
+    for name, expected in zip(names, oracle, strict=True):
+        config, records = cases[name]
         got = mongocdc_case(config, records)
-        label = f"case {number} {dict(config)}"
+        result.oracle[name], result.outcomes[name] = expected, got
+        result.differences[name] = problems = []
+        label = f"case {name!r} {dict(config)}"
         if "error" in expected or "error" in got:
             if ("error" in expected) != ("error" in got):
                 problems.append(
@@ -116,4 +133,10 @@ def compare(cases: Sequence[tuple[Mapping[str, str], Sequence[Mapping[str, Any]]
                 fields = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
                 detail = "; ".join(f"{k}: Connect {want.get(k)!r} mongocdc {have.get(k)!r}" for k in fields)
                 problems.append(f"{label} record {index} ({records[index]['topic']}): {detail}")
-    return problems
+    return result
+
+
+def compare(cases: Sequence[tuple[Mapping[str, str], Sequence[Mapping[str, Any]]]]) -> list[str]:
+    """:func:`run_cases` for unnamed cases: every difference, empty when the two agree."""
+    found = run_cases({str(number): case for number, case in enumerate(cases)})
+    return [problem for problems in found.differences.values() for problem in problems]

@@ -438,16 +438,6 @@ def _extension_schema(schema: Schema, always_optional: bool) -> Schema:
     return Schema(kind, optional=always_optional or schema.optional)
 
 
-def _typed(struct: Struct, name: str, kind: Type) -> Any:
-    """``Struct.getString`` / ``getStruct``: the field must exist and be of type ``kind``."""
-    found = struct.schema.field(name)
-    if found is None:
-        raise DataError(f"{name} is not a valid field name")
-    if found.schema.type is not kind:
-        raise DataError(f"Field '{name}' is not of type {kind.java_name}")
-    return struct.get(name)
-
-
 def _at(struct: Struct, slot: Field) -> tuple[Schema, Any]:
     """``struct.get(slot)`` for a field of another schema: Connect reads the value at the field's position (with
     the field's default for a null); also the schema the struct holds that value under."""
@@ -513,7 +503,7 @@ class _Event:
                     raise DataError(f"Header `source` holds a {type(value).__name__}, not a Struct")
                 self._source = (value,)
             else:
-                self._source = (_typed(self.record, "source", Type.STRUCT),)
+                self._source = (self.record.get_checked("source", Type.STRUCT),)
         return self._source[0]
 
     def required_source(self) -> Struct:
@@ -525,13 +515,13 @@ class _Event:
     def operation(self) -> Any:
         if self.sources.envelope == _HEADER:
             return self._string_header("op", optional=False)
-        return _typed(self.record, "op", Type.STRING)
+        return self.record.get_checked("op", Type.STRING)
 
     def transaction(self) -> Struct | None:
         if self.sources.envelope == _HEADER:
             value = self.header("transaction", optional=True)
         else:
-            value = _typed(self.record, "transaction", Type.STRUCT) if self.schema.field("transaction") else None
+            value = self.record.get_checked("transaction", Type.STRUCT) if self.schema.field("transaction") else None
         if value is not None and not isinstance(value, Struct):
             raise DataError(f"Header `transaction` holds a {type(value).__name__}, not a Struct")
         return value
@@ -551,7 +541,7 @@ class _Event:
         )
 
     def connector(self) -> Any:
-        return _typed(self.required_source(), "connector", Type.STRING)
+        return self.required_source().get_checked("connector", Type.STRING)
 
     def source_field(self, name: str) -> tuple[Schema, Any]:
         source = self.required_source()
@@ -720,7 +710,7 @@ class CloudEventsConverter:
         envelope = Struct(struct_schema(fields))
         connector = java_text(None, event.connector())
         envelope.put("id", self._id(event) if self.sources.id == _GENERATE else event.id())
-        envelope.put("source", f"/debezium/{connector}/{java_text(None, _typed(source, 'name', Type.STRING))}")
+        envelope.put("source", f"/debezium/{connector}/{java_text(None, source.get_checked('name', Type.STRING))}")
         envelope.put("specversion", "1.0")
         envelope.put(
             "type",

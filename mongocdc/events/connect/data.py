@@ -300,6 +300,14 @@ class Struct:
         self._field(name)
         return self._values.get(name)
 
+    def get_checked(self, name: str, kind: Type) -> Any:
+        """``getString``/``getInt64``/``getStruct``…: the field must exist and be of type ``kind``; the value as
+        stored, without the field's default (``getCheckType``)."""
+        found = self._field(name)
+        if found.schema.type is not kind:
+            raise DataError(f"Field '{name}' is not of type {kind.java_name}")
+        return self._values.get(name)
+
     def has(self, name: str) -> bool:
         return self.schema.field(name) is not None
 

@@ -92,16 +92,6 @@ def _require_struct(value: Any, purpose: str) -> Struct:
     return value
 
 
-def _typed(value: Struct, name: str, kind: Type) -> Any:
-    """``Struct.getString``/``getInt32``/``getInt64``: the field must be of ``kind``; the value as stored."""
-    found = value.schema.field(name)
-    if found is None:
-        raise DataError(f"{name} is not a valid field name")
-    if found.schema.type is not kind:
-        raise DataError(f"Field '{name}' is not of type {kind.java_name}")
-    return value.get_without_default(name)
-
-
 def _is_envelope(schema: Schema | None) -> bool:
     """``SmtManager.isValidEnvelope``: a value schema named ``….Envelope``."""
     return schema is not None and schema.name is not None and schema.name.endswith(".Envelope")
@@ -321,7 +311,7 @@ class MongoEventRouter:
         if not _is_envelope(record.value_schema):
             return record
         envelope = _require_struct(record.value, "Detect Debezium Operation")
-        op = _typed(envelope, "op", Type.STRING)
+        op = envelope.get_checked("op", Type.STRING)
         if op is None:
             raise DataError("The change event has no op")
         if op == "d":
@@ -408,14 +398,14 @@ class MongoEventRouter:
         if not self._only_headers:
             if self._schema_version is None:
                 value_schema = self._value_schema(
-                    payload_schema, after_schema, _typed(event, self._route_by, Type.STRING)
+                    payload_schema, after_schema, event.get_checked(self._route_by, Type.STRING)
                 )
             else:
                 value_schema = self._versioned_schema(
                     payload_schema,
                     after_schema,
-                    _typed(event, self._schema_version, Type.INT32),
-                    _typed(event, self._route_by, Type.STRING),
+                    event.get_checked(self._schema_version, Type.INT32),
+                    event.get_checked(self._route_by, Type.STRING),
                 )
             value = Struct(value_schema).put("payload", payload)
 
@@ -430,7 +420,7 @@ class MongoEventRouter:
                 found = event.get(extra.field)
                 headers.append(Header(extra.alias, field_schema(after_schema, extra.field), found))
             elif extra.placement == "partition":
-                partition = _typed(event, extra.field, Type.INT32)
+                partition = event.get_checked(extra.field, Type.INT32)
             else:
                 raise DataError(f"Unknown placement for additional field {extra.field}")
 
@@ -445,7 +435,7 @@ class MongoEventRouter:
             out_schema, out_value = value_schema, value
 
         key = event.get(self._event_key)
-        topic = _typed(event, self._route_by, Type.STRING)
+        topic = event.get_checked(self._route_by, Type.STRING)
         if topic is None:
             raise DataError(f"The routing field {self._route_by} is null")
         if self._route_regex.fullmatch(topic):
@@ -478,7 +468,7 @@ class MongoEventRouter:
         field = "ts_ms" if self._event_timestamp is None else self._event_timestamp
         if field != "ts_ms" and not event.has(field):
             raise DataError(f"Unable to find timestamp field {field} in event")
-        millis: int | None = _typed(envelope if self._event_timestamp is None else event, field, Type.INT64)
+        millis: int | None = (envelope if self._event_timestamp is None else event).get_checked(field, Type.INT64)
         return millis
 
     def _schema_builder(self, payload_schema: Schema, event_schema: Schema, topic: str | None) -> StructBuilder:

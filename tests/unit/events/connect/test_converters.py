@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from mongocdc.events.connect import converters
 from mongocdc.events.connect.chain import ChainConfigError, build_converter
-from tests.oracle.recorded import compare, mongocdc_case, recorded_inputs
+from tests.oracle.recorded import CaseResults, recorded_inputs, run_cases
 
 CE = "io.debezium.converters.CloudEventsConverter"
 STRING = "org.apache.kafka.connect.storage.StringConverter"
@@ -561,23 +560,10 @@ def _cases() -> Iterator[tuple[str, Case]]:
 CASES: dict[str, Case] = dict(_cases())
 
 
-@dataclass
-class Results:
-    differences: dict[str, list[str]] = field(default_factory=dict)
-    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
 @pytest.fixture(scope="module")
-def results() -> Results:
-    names = list(CASES)
-    problems = compare([(CASES[n].config, CASES[n].records) for n in names])
-    out = Results({n: [] for n in names})
-    for problem in problems:
-        label = re.match(r"case (\d+) ", problem)
-        assert label is not None, problem
-        out.differences[names[int(label.group(1))]].append(problem)
-    out.outcomes = {n: mongocdc_case(CASES[n].config, CASES[n].records) for n in names}  # what each case wrote
-    return out
+def results() -> CaseResults:
+    """Every case through Connect and mongocdc (one JVM run): the differences and what mongocdc wrote."""
+    return run_cases({name: (case.config, case.records) for name, case in CASES.items()})
 
 
 def _kinds(outcome: dict[str, Any], side: str) -> frozenset[str] | str:
@@ -587,13 +573,13 @@ def _kinds(outcome: dict[str, Any], side: str) -> frozenset[str] | str:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_case_matches_connect(name: str, results: Results) -> None:
+def test_case_matches_connect(name: str, results: CaseResults) -> None:
     assert results.differences[name] == []
     case = CASES[name]
     assert _kinds(results.outcomes[name], case.side) == case.expect
 
 
-def test_a_cloudevent_is_what_debezium_writes(results: Results) -> None:
+def test_a_cloudevent_is_what_debezium_writes(results: CaseResults) -> None:
     update = CASES["ce-default"].records.index(UPDATE_IN_TRANSACTION)
     event = json.loads(results.outcomes["ce-default"]["records"][update]["value"])
     source = _payload(UPDATE_IN_TRANSACTION)["source"]

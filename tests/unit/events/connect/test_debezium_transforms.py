@@ -24,8 +24,7 @@ from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectI
 
 from mongocdc.events.codec import document_to_json
 from mongocdc.events.connect.debezium_transforms import TRANSFORMS
-from tests.oracle import connect_oracle
-from tests.oracle.recorded import compare, recorded_inputs
+from tests.oracle.recorded import recorded_inputs, run_cases
 
 ROUTER = "io.debezium.connector.mongodb.transforms.outbox.MongoEventRouter"
 LOGICAL = "io.debezium.transforms.ByLogicalTableRouter"
@@ -959,28 +958,13 @@ def _outcome(result: Mapping[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def oracle() -> Iterator[tuple[dict[str, list[str]], dict[str, Expected]]]:
-    """Each case's differences from Connect, and what Connect did with it (one JVM run, inside ``compare``)."""
-    names = list(CASES)
-    seen: list[list[dict[str, Any]]] = []
-    real_run = connect_oracle.run
-
-    def recording_run(cases: Sequence[Mapping[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:
-        results = real_run(cases, **kwargs)
-        seen.append(results)
-        return results
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(connect_oracle, "run", recording_run)
-        found = compare([CASES[name][:2] for name in names])
-    problems: dict[str, list[str]] = {name: [] for name in names}
-    for problem in found:
-        problems[names[int(problem.split(" ", 2)[1])]].append(problem)
-    [results] = seen
+    """Each case's differences from Connect, and what Connect did with it (one JVM run)."""
+    found = run_cases({name: (case[0], case[1]) for name, case in CASES.items()})
     outcomes: dict[str, Expected] = {
         name: "refused" if "error" in result else [_outcome(r) for r in result["records"]]
-        for name, result in zip(names, results, strict=True)
+        for name, result in found.oracle.items()
     }
-    yield problems, outcomes
+    yield found.differences, outcomes
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -35,7 +35,7 @@ from mongocdc.events.connect.data import (
     map_schema,
     struct_schema,
 )
-from tests.oracle.recorded import compare, recorded_inputs
+from tests.oracle.recorded import recorded_inputs, run_cases
 
 T = "org.apache.kafka.connect.transforms."
 P = T + "predicates."
@@ -850,13 +850,7 @@ case(
 
 @pytest.fixture(scope="module")
 def problems() -> dict[str, list[str]]:
-    names = list(CASES)
-    found = compare([CASES[name] for name in names])
-    by_case: dict[str, list[str]] = {name: [] for name in names}
-    for problem in found:
-        number = int(problem.split(" ", 2)[1])
-        by_case[names[number]].append(problem)
-    return by_case
+    return run_cases(CASES).differences
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -18,16 +18,15 @@ document, deletes without a pre-image, envelopes that are not MongoDB's.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from mongocdc.events.connect.chain import RecordPipeline
 from mongocdc.events.connect.unwrap import ExtractNewDocumentState
-from tests.oracle.recorded import compare, mongocdc_case, recorded_inputs
+from tests.oracle.recorded import CaseResults, mongocdc_case, recorded_inputs, run_cases
 
 UNWRAP = "io.debezium.connector.mongodb.transforms.ExtractNewDocumentState"
 REFUSED = "refused"
@@ -462,22 +461,10 @@ def _single_cases() -> Iterator[tuple[str, Case]]:
 CASES: dict[str, Case] = {**dict(_cases()), **dict(_single_cases())}
 
 
-@dataclass
-class Results:
-    differences: dict[str, list[str]] = field(default_factory=dict)
-    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
 @pytest.fixture(scope="module")
-def results() -> Results:
-    names = list(CASES)
-    problems = compare([(CASES[n].config, CASES[n].records) for n in names])
-    out = Results({n: [] for n in names})
-    for problem in problems:
-        number = int(re.match(r"case (\d+) ", problem).group(1))  # type: ignore[union-attr]
-        out.differences[names[number]].append(problem)
-    out.outcomes = {n: mongocdc_case(CASES[n].config, CASES[n].records) for n in names}
-    return out
+def results() -> CaseResults:
+    """Every case through Connect and mongocdc (one JVM run): the differences and what mongocdc wrote."""
+    return run_cases({name: (case.config, case.records) for name, case in CASES.items()})
 
 
 def _kinds(outcome: dict[str, Any]) -> frozenset[str] | str:
@@ -499,7 +486,7 @@ def _written(outcome: dict[str, Any]) -> bytes:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_case_matches_debezium(name: str, results: Results) -> None:
+def test_case_matches_debezium(name: str, results: CaseResults) -> None:
     assert results.differences[name][:5] == []
     case = CASES[name]
     outcome = results.outcomes[name]
