@@ -42,7 +42,39 @@ headers, deletes rewritten and their tombstones kept) and routed by RegexRouter,
 with them. The flattening skips, by a negated predicate, the two collections whose documents Debezium's transform
 fails on (MinKey/MaxKey ``_id``s, JavaScript with scope, arrays of mixed types: the task is killed), as a team with
 such collections configures it."""
+OUTBOX = ("dbzo", "mco")
+"""A pair with Debezium's MongoDB outbox router over a collection of outbox events in a database of its own:
+events routed to ``<prefix>.outbox.<aggregatetype>``, payloads expanded, the event type in a header."""
+OUTBOX_DB = "outboxdb"  # no other pair captures it (Debezium streams database.include.list unanchored)
 WAIT_S = 120.0
+
+
+def _outbox(prefix: str, mongo_uri: str) -> dict[str, str]:
+    config = _settings(prefix, mongo_uri)
+    del config["signal.data.collection"]
+    config.update(
+        {
+            "database.include.list": OUTBOX_DB,
+            "capture.mode": "change_streams_update_full",
+            "transforms": "outbox",
+            "transforms.outbox.type": "io.debezium.connector.mongodb.transforms.outbox.MongoEventRouter",
+            "transforms.outbox.route.topic.replacement": f"{prefix}.outbox.${{routedByValue}}",
+            "transforms.outbox.collection.expand.json.payload": "true",
+            "transforms.outbox.collection.fields.additional.placement": "type:header:eventType",
+            **_converters(False),
+        }
+    )
+    return config
+
+
+def _outbox_event(number: int) -> dict[str, Any]:
+    return {
+        "_id": f"event-{number}",
+        "aggregateid": f"order-{number % 2}",
+        "aggregatetype": "Order",
+        "type": "OrderCreated" if number % 3 else "OrderShipped",
+        "payload": {"order": number, "lines": [{"sku": "A-1", "qty": number}], "total": number * 2.5},
+    }
 
 
 def _chain(prefix: str) -> dict[str, str]:
@@ -134,6 +166,8 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
         )
         work = rec.Workload(client)
         rec.prepare(work)
+        outbox = client[OUTBOX_DB]["outbox"]
+        outbox.insert_many([_outbox_event(n) for n in range(2)])  # read by the snapshots
         for dbz, mc in (*PAIRS.values(), CHAIN):
             for prefix in (dbz, mc):
                 work.create(f"signals_{prefix}")
@@ -148,7 +182,9 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
             for dbz, mc, records in runs:
                 connect.create_connector(dbz, {**_settings(dbz, mongo.uri), **(records or _chain(dbz))})
                 streams.append(_mongocdc(tmp, mc, mongo.uri, kafka_bootstrap, records or _chain(mc)))
-            for dbz, _, _ in runs:
+            connect.create_connector(OUTBOX[0], _outbox(OUTBOX[0], mongo.uri))
+            streams.append(_mongocdc(tmp, OUTBOX[1], mongo.uri, kafka_bootstrap, _outbox(OUTBOX[1], mongo.uri)))
+            for dbz, _, _ in [*runs, (OUTBOX[0], None, None)]:
                 connect.wait_until_running(dbz)
             prefixes = [p for dbz, mc, _ in runs for p in (dbz, mc)]
 
@@ -163,6 +199,7 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
             )
 
             work.phase = "stream"
+            outbox.insert_many([_outbox_event(n) for n in range(2, 6)])  # streamed: the router's events
 
             def settle() -> None:
                 wanted = work.expected_records
@@ -195,6 +232,15 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
                 lambda: all(reader.count(lambda n, p=p: n == f"__debezium-heartbeat.{p}") > 0 for p in prefixes),
                 "heartbeats",
             )
+
+            def routed(prefix: str) -> int:
+                return reader.count(lambda n: n.startswith(f"{prefix}.outbox."))
+
+            _wait(
+                lambda: routed(OUTBOX[0]) >= 4 and routed(OUTBOX[1]) == routed(OUTBOX[0]),
+                "the outbox events on both sides",
+                lambda: f"{routed(OUTBOX[0])} and {routed(OUTBOX[1])} routed events",
+            )
         finally:
             for process in streams:
                 assert process.stop(signal.SIGTERM) == 0, process.stderr
@@ -207,7 +253,7 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
                 compared_prefix=mc,
                 partitions=reader.topics(),
             )
-            for name, (dbz, mc) in [*PAIRS.items(), ("chain", CHAIN)]
+            for name, (dbz, mc) in [*PAIRS.items(), ("chain", CHAIN), ("outbox", OUTBOX)]
         }
         reader.close()
         client.close()
@@ -238,6 +284,14 @@ def test_a_transform_chain_writes_what_debeziums_writes(comparisons: dict[Any, C
     assert topics["<prefix>.transaction"] == (4, 4)
     assert topics["__debezium-heartbeat.<prefix>"][1] > 0
     assert sum(a for a, _ in topics.values()) > 120
+
+
+def test_the_outbox_router_writes_what_debeziums_writes(comparisons: dict[Any, Comparison]) -> None:
+    result = comparisons["outbox"]
+    differences = [d.describe() for d in result.differences]
+    assert differences == [], "\n".join(differences)
+    assert result.records["<prefix>.outbox.Order"][0] >= 4  # the streamed events, routed by aggregatetype
+    assert not [topic for topic in result.records if topic.startswith(f"<prefix>.{OUTBOX_DB}")]
 
 
 def test_topic_compare_reports_the_same_from_the_command_line(

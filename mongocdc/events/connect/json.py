@@ -93,6 +93,36 @@ def write_json(node: Any) -> str:
 
 
 def _write(node: Any, out: list[str]) -> None:
+    kind = type(node)  # the exact types first (most nodes), as the general chain below writes them
+    if kind is str:
+        out.append(json_string(node))
+    elif kind is dict:
+        out.append("{")
+        first = True
+        for key, value in node.items():
+            if not first:
+                out.append(",")
+            first = False
+            out.append(json_string(key))
+            out.append(":")
+            _write(value, out)
+        out.append("}")
+    elif kind is int:
+        out.append(str(node))
+    elif kind is float:
+        out.append(_double(node))
+    elif kind is list:
+        out.append("[")
+        for position, value in enumerate(node):
+            if position:
+                out.append(",")
+            _write(value, out)
+        out.append("]")
+    else:
+        _write_other(node, out)
+
+
+def _write_other(node: Any, out: list[str]) -> None:
     if node is None:
         out.append("null")
     elif node is True:
@@ -146,11 +176,14 @@ class JsonConverterConfig:
 class JsonConverter:
     """``org.apache.kafka.connect.json.JsonConverter`` for one side (key or value) of a connector."""
 
-    __slots__ = ("config", "_schema_cache")
+    __slots__ = ("config", "_schema_cache", "_recent", "_by_text")
 
     def __init__(self, config: JsonConverterConfig | None = None) -> None:
         self.config = config or JsonConverterConfig()
         self._schema_cache: dict[int, tuple[Schema, Any]] = {}
+        self._recent: tuple[tuple[str, Schema | None], ...] = ()
+        """The schema texts ``to_connect`` read last, newest first, with their schemas (see ``_envelope``)."""
+        self._by_text: dict[str, Schema | None] = {}
 
     def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if schema is None and value is None:
@@ -212,7 +245,14 @@ class JsonConverter:
         kind = schema.type if schema is not None else schema_type_of(value)
         if kind is None:
             raise DataError(f"Java class {type(value).__name__} does not have corresponding schema type.")
-        if kind in (Type.INT8, Type.INT16, Type.INT32, Type.INT64):
+        value_type = type(value)  # the common cases first, as the checks below take them
+        if kind is Type.STRING and value_type is str:
+            return value
+        if kind is Type.STRUCT and value_type is Struct and schema is not None and value.schema is schema:
+            return {f.name: self.to_json(f.schema, v) for f, v in value.items()}
+        if value_type is int and kind in _INTEGERS:
+            return value
+        if kind in _INTEGERS:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise DataError(f"Invalid type for {kind.java_name}: {type(value).__name__}")
             return value
@@ -257,7 +297,7 @@ class JsonConverter:
             return [[self.to_json(key_schema, k), self.to_json(value_schema, v)] for k, v in value.items()]
         if not isinstance(value, Struct):
             raise DataError(f"Invalid type for STRUCT: {type(value).__name__}")
-        if schema is not None and value.schema != schema:
+        if schema is not None and value.schema is not schema and value.schema != schema:
             raise DataError("Mismatching schema.")
         return {f.name: self.to_json(f.schema, v) for f, v in value.items()}
 
@@ -291,6 +331,9 @@ class JsonConverter:
         """``toConnectData`` with ``schemas.enable``: the schema and value of an envelope."""
         if data is None:
             return None, None
+        read = self._envelope(data)
+        if read is not None:
+            return read
         node = json.loads(data, parse_float=_big_decimal_double)
         if not isinstance(node, dict) or set(node) != {"schema", "payload"}:
             raise DataError(
@@ -299,6 +342,48 @@ class JsonConverter:
             )
         schema = connect_schema(node["schema"])
         return schema, self.value_from_json(schema, node["payload"])
+
+    def _envelope(self, data: bytes | bytearray | str) -> tuple[Schema | None, Any] | None:
+        """``to_connect`` of an envelope written as mongocdc's codec writes it (``{"schema":…,"payload":…}``,
+        compact, the schema first), reading each distinct schema text once: a record whose schema text is one of
+        the last few read (:attr:`_recent`) gets the same :class:`Schema` object without parsing it again, as the
+        records of one collection all carry the same schema. ``None`` for any other text (whitespace, other keys
+        or order, not UTF-8, invalid JSON), which the general way then reads, with the same result or error."""
+        try:
+            text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+        except UnicodeDecodeError:
+            return None
+        if not text.startswith(_ENVELOPE_HEAD):
+            return None
+        start = len(_ENVELOPE_HEAD)
+        found: tuple[Schema | None] | None = None
+        end = start
+        for schema_text, known in self._recent:
+            end = start + len(schema_text)
+            if text.startswith(schema_text, start) and text.startswith(_PAYLOAD_KEY, end):
+                found = (known,)
+                break
+        try:
+            if found is None:
+                node, end = _DECODER.raw_decode(text, start)
+                if not text.startswith(_PAYLOAD_KEY, end):
+                    return None
+                schema_text = text[start:end]
+                if schema_text in self._by_text:
+                    schema = self._by_text[schema_text]
+                else:
+                    schema = connect_schema(node)
+                    if len(self._by_text) >= _SCHEMA_TEXTS:
+                        self._by_text.clear()
+                    self._by_text[schema_text] = schema
+                self._recent = ((schema_text, schema), *self._recent[: _RECENT_SCHEMAS - 1])
+                found = (schema,)
+            payload, stop = _DECODER.raw_decode(text, end + len(_PAYLOAD_KEY))
+        except (ValueError, KeyError, TypeError, AttributeError):  # the general way raises what it raises
+            return None
+        if text[stop:].strip(_JSON_SPACE) != "}":
+            return None
+        return found[0], self.value_from_json(found[0], payload)
 
     def value_from_json(self, schema: Schema | None, node: Any) -> Any:
         """``convertToConnect``."""
@@ -310,7 +395,16 @@ class JsonConverter:
             if schema.optional:
                 return None
             raise DataError(f"Invalid null value for required {schema.type.java_name} field")
+        kind = schema.type
         name = schema.name
+        if name is None:  # the common cases first, as the checks below take them
+            if kind is Type.STRING:
+                return node
+            if kind is Type.STRUCT:
+                result = Struct(schema)
+                for f in schema.fields:
+                    result.put(f.name, self.value_from_json(f.schema, node.get(f.name)))
+                return result
         if name == DECIMAL:
             if isinstance(node, (int, float)):
                 return decimal.Decimal(str(node))
@@ -319,7 +413,6 @@ class JsonConverter:
             return EPOCH + dt.timedelta(days=int(node))
         if name in (TIME, TIMESTAMP):
             return EPOCH + dt.timedelta(milliseconds=int(node))
-        kind = schema.type
         if kind in (Type.INT8, Type.INT16, Type.INT32, Type.INT64):
             return int(node)
         if kind in (Type.FLOAT32, Type.FLOAT64):
@@ -346,6 +439,16 @@ class JsonConverter:
 def _big_decimal_double(text: str) -> float:
     """A JSON fraction as Connect's JsonDeserializer reads it: a ``BigDecimal`` (no negative zero), then a double."""
     return float(text) + 0.0
+
+
+_INTEGERS: Final = (Type.INT8, Type.INT16, Type.INT32, Type.INT64)
+_DECODER: Final = json.JSONDecoder(parse_float=_big_decimal_double)
+"""What ``json.loads(…, parse_float=_big_decimal_double)`` decodes with."""
+_ENVELOPE_HEAD: Final = '{"schema":'
+_PAYLOAD_KEY: Final = ',"payload":'
+_JSON_SPACE: Final = " \t\n\r"
+_RECENT_SCHEMAS: Final = 8
+_SCHEMA_TEXTS: Final = 256
 
 
 class _NotLogical:
