@@ -458,3 +458,29 @@ def test_json_log_format_gives_the_driver_jvm_sparks_json_log4j_layout(
     words = shlex.split(capsys.readouterr().out)
     java = [w for w in words if w.startswith("spark.driver.extraJavaOptions=")]
     assert java == [f"spark.driver.extraJavaOptions=-XX:+UseParallelGC {JSON_LOGS}"]  # with the collector
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "transforms: unwrap\n"
+        "transforms.unwrap.type: io.debezium.connector.mongodb.transforms.ExtractNewDocumentState\n",
+        "value.converter: io.debezium.converters.CloudEventsConverter\n",
+    ],
+)
+def test_records_written_through_transforms_or_other_converters_are_refused_with_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: str
+) -> None:
+    argv = ["--config", str(config(tmp_path, extra)), "spark", "run", "--warehouse", str(tmp_path / "w"), "--dry-run"]
+    assert run(argv) == ExitCode.CONFIG
+    err = capsys.readouterr().err
+    assert "the Spark job reads Debezium's change event envelopes" in err
+    assert "hint:" in err and "without transforms" in err
+
+
+def test_keys_and_values_with_different_json_schemas_are_read_by_the_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = "key.converter.schemas.enable: false\nvalue.converter.schemas.enable: true\n"
+    argv = ["--config", str(config(tmp_path, extra)), "spark", "run", "--warehouse", str(tmp_path / "w"), "--dry-run"]
+    assert run(argv) == ExitCode.OK
