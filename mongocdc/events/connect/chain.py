@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import importlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -53,16 +52,6 @@ log = logging.getLogger("mongocdc.transforms")
 
 JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
 SIMPLE_HEADER_CONVERTER: Final = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
-
-_MODULES: Final = (
-    "mongocdc.events.connect.kafka_transforms",
-    "mongocdc.events.connect.unwrap",
-    "mongocdc.events.connect.debezium_transforms",
-    "mongocdc.events.connect.converters",
-)
-"""The modules that register transforms, predicates and converters (``TRANSFORMS``, ``PREDICATES``,
-``CONVERTERS``); a module not written yet registers nothing."""
-
 
 class ChainConfigError(ValueError):
     """A transform, predicate or converter setting Connect would refuse; ``key`` is the configuration key."""
@@ -118,23 +107,18 @@ _registry: Registry | None = None
 
 
 def registry() -> Registry:
-    """Every implemented class by its Java name (the modules of :data:`_MODULES`, and JsonConverter)."""
+    """Every implemented class by its Java name: what the implementation modules register (``TRANSFORMS``,
+    ``PREDICATES``, ``CONVERTERS``), and JsonConverter. Imported on first use, by name (so the single binary's
+    analysis sees them), since a connector without transforms needs none of them."""
     global _registry
     if _registry is None:
-        transforms: dict[str, TransformFactory] = {}
-        predicates: dict[str, PredicateFactory] = {}
-        converters: dict[str, ConverterFactory] = {JSON_CONVERTER: _json_converter}
-        for name in _MODULES:
-            try:
-                module = importlib.import_module(name)
-            except ModuleNotFoundError as exc:
-                if exc.name != name:
-                    raise
-                continue
-            transforms.update(getattr(module, "TRANSFORMS", {}))
-            predicates.update(getattr(module, "PREDICATES", {}))
-            converters.update(getattr(module, "CONVERTERS", {}))
-        _registry = Registry(transforms, predicates, converters)
+        from mongocdc.events.connect import converters, debezium_transforms, kafka_transforms, unwrap
+
+        _registry = Registry(
+            {**kafka_transforms.TRANSFORMS, **unwrap.TRANSFORMS, **debezium_transforms.TRANSFORMS},
+            dict(kafka_transforms.PREDICATES),
+            {JSON_CONVERTER: _json_converter, **converters.CONVERTERS},
+        )
     return _registry
 
 
