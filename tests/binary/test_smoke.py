@@ -93,10 +93,23 @@ def test_config_validate_takes_a_good_file_and_names_the_problems_of_a_bad_one(b
     good.write_text(
         "name=smoke\nmongodb.connection.string=mongodb://db1:27017/?replicaSet=rs0\ntopic.prefix=shop\n"
         "kafka.bootstrap.servers=kafka1:9092\n"
+        # a chain of every kind of module the binary must bundle: Debezium's, Kafka's, a predicate, a converter
+        "transforms=unwrap,route,outbox\n"
+        "transforms.unwrap.type=io.debezium.connector.mongodb.transforms.ExtractNewDocumentState\n"
+        "transforms.route.type=org.apache.kafka.connect.transforms.RegexRouter\n"
+        "transforms.route.regex=shop\\\\.(.*)\ntransforms.route.replacement=$1\n"
+        "transforms.outbox.type=io.debezium.connector.mongodb.transforms.outbox.MongoEventRouter\n"
+        "transforms.outbox.predicate=isOutbox\npredicates=isOutbox\n"
+        "predicates.isOutbox.type=org.apache.kafka.connect.transforms.predicates.TopicNameMatches\n"
+        "predicates.isOutbox.pattern=.*outbox\nvalue.converter=io.debezium.converters.CloudEventsConverter\n"
     )
     done = run(binary, home, "config", "validate", "-c", str(good), "-o", "json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["valid"] is True
+    unknown = home / "unknown.properties"
+    unknown.write_text(good.read_text() + "transforms=custom\ntransforms.custom.type=com.example.Custom\n")
+    refused = run(binary, home, "config", "validate", "-c", str(unknown))
+    assert refused.returncode == 3 and "com.example.Custom is not implemented" in refused.stderr
     bad = home / "bad.yaml"
     bad.write_text("name: smoke\ntopic.prefix: shop\nsnapshot.mode: sometimes\ntopic.prefx: x\n")
     refused = run(binary, home, "config", "validate", "-c", str(bad))
