@@ -120,6 +120,11 @@ def java_trim(text: str) -> str:
     return text.strip(_JAVA_BLANKS)
 
 
+def is_blank(text: str | None) -> bool:
+    """``Utils.isBlank``: null, or nothing that ``String.trim()`` leaves."""
+    return text is None or not java_trim(text)
+
+
 def java_split(text: str, separator: str) -> list[str]:
     """``String.split`` on a literal separator: no separator gives ``[text]``, trailing empty parts are dropped."""
     parts = text.split(separator)

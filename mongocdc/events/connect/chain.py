@@ -16,15 +16,12 @@ Configuration errors are :class:`ChainConfigError` naming the key; a class mongo
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
 import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from mongocdc.events.codec import java_double
 from mongocdc.events.connect.base import (
     ConnectConfigError,
     Converter,
@@ -34,24 +31,15 @@ from mongocdc.events.connect.base import (
     Transform,
     TransformFactory,
 )
-from mongocdc.events.connect.data import (
-    DATE,
-    TIME,
-    ConnectRecord,
-    DataError,
-    Header,
-    Schema,
-    Struct,
-    Type,
-    millis_of,
-    string_header,
-)
-from mongocdc.events.connect.json import JsonConverter, JsonConverterConfig, java_float
+from mongocdc.events.connect.data import DATE, TIME, ConnectRecord, DataError, Header, Schema, string_header
+from mongocdc.events.connect.json import JsonConverter, JsonConverterConfig
+from mongocdc.events.connect.values import convert_to_string
 
 log = logging.getLogger("mongocdc.transforms")
 
 JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
 SIMPLE_HEADER_CONVERTER: Final = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+
 
 class ChainConfigError(ValueError):
     """A transform, predicate or converter setting Connect would refuse; ``key`` is the configuration key."""
@@ -212,76 +200,6 @@ def build_converter(config: Mapping[str, str], side: str, default: str = JSON_CO
         raise ChainConfigError(f"{side}.converter.*", str(exc)) from None
 
 
-# --- headers (SimpleHeaderConverter) ----------------------------------------------------------------------
-
-
-def header_text(value: Any, schema: Schema | None = None) -> str | None:
-    """``Values.convertToString``: what SimpleHeaderConverter writes for a header value (``schema`` tells a
-    ``float32``, written as Java's ``Float``, from a ``float64``)."""
-    if value is None:
-        return None
-    out: list[str] = []
-    _append(out, value, embedded=False, schema=schema)
-    return "".join(out)
-
-
-def _append(out: list[str], value: Any, *, embedded: bool, schema: Schema | None = None) -> None:
-    if value is None:
-        out.append("null")
-    elif isinstance(value, bool):
-        out.append("true" if value else "false")
-    elif isinstance(value, int):
-        out.append(str(value))
-    elif isinstance(value, float):
-        out.append(java_float(value) if schema is not None and schema.type is Type.FLOAT32 else java_double(value))
-    elif isinstance(value, str):
-        out.append('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' if embedded else value)
-    elif isinstance(value, (bytes, bytearray)):
-        encoded = base64.b64encode(value).decode("ascii")
-        out.append(f'"{encoded}"' if embedded else encoded)
-    elif isinstance(value, list):
-        out.append("[")
-        for position, item in enumerate(value):
-            if position:
-                out.append(",")
-            _append(out, item, embedded=True, schema=None if schema is None else schema.value_schema)
-        out.append("]")
-    elif isinstance(value, dict):
-        out.append("{")
-        for position, (key, item) in enumerate(value.items()):
-            if position:
-                out.append(",")
-            _append(out, key, embedded=True, schema=None if schema is None else schema.key_schema)
-            out.append(":")
-            _append(out, item, embedded=True, schema=None if schema is None else schema.value_schema)
-        out.append("}")
-    elif isinstance(value, Struct):
-        out.append("{")
-        for position, (f, _) in enumerate(value.items()):
-            if position:
-                out.append(",")
-            _append(out, f.name, embedded=True)
-            out.append(":")
-            _append(out, value.get(f.name), embedded=True, schema=f.schema)
-        out.append("}")
-    elif isinstance(value, dt.datetime):
-        out.append(_date_text(value))
-    else:
-        out.append(str(value))
-
-
-def _date_text(value: dt.datetime) -> str:
-    """``Values.dateFormatFor``: a time for an instant before 1970-01-02 (any earlier one too), a date for one at
-    midnight, else a timestamp, in ISO 8601 (UTC)."""
-    value = value.astimezone(dt.UTC)
-    millis = millis_of(value)
-    clock = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond // 1000:03d}Z"
-    if millis < 86_400_000:
-        return clock
-    day = f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
-    return day if millis % 86_400_000 == 0 else f"{day}T{clock}"
-
-
 # --- the pipeline ------------------------------------------------------------------------------------------
 
 
@@ -377,9 +295,11 @@ class RecordPipeline:
         return record
 
     def write(self, record: ConnectRecord) -> Output:
+        """The record as Kafka gets it: its key and value by their converters, each header as SimpleHeaderConverter
+        writes it (``Values.convertToString`` in UTF-8)."""
         headers: list[tuple[str, str | bytes | None]] = []
         for h in record.headers:
-            text_ = header_text(h.value, h.schema)
+            text_ = convert_to_string(h.value, h.schema)
             headers.append((h.key, None if text_ is None else text_.encode()))
         return Output(
             record.topic,
@@ -427,6 +347,5 @@ __all__ = [
     "UnsupportedClassError",
     "build_converter",
     "build_stages",
-    "header_text",
     "registry",
 ]

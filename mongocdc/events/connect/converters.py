@@ -39,9 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from mongocdc.events.codec import java_double
 from mongocdc.events.connect.base import ConnectConfigError, Converter, ConverterFactory, boolean, option, text
-from mongocdc.events.connect.chain import header_text
 from mongocdc.events.connect.data import (
     INT64,
     STRING,
@@ -52,87 +50,21 @@ from mongocdc.events.connect.data import (
     Struct,
     Type,
     millis_of,
-    schema_type_of,
     struct_schema,
 )
-from mongocdc.events.connect.json import JsonConverter, JsonConverterConfig, connect_schema, java_float
-from mongocdc.events.java import java_string_hash
+from mongocdc.events.connect.java_lang import HashMap, f32, java_class, number_text
+from mongocdc.events.connect.java_time import DateFormat, date_to_string
+from mongocdc.events.connect.json import JsonConverter, JsonConverterConfig, connect_schema
+from mongocdc.events.connect.values import convert_to_string
 
-# --- Java's view of Connect values --------------------------------------------------------------------------
+# --- String.valueOf ---------------------------------------------------------------------------------------------
 
-_JAVA_CLASSES: Final = {
-    Type.INT8: "Byte",
-    Type.INT16: "Short",
-    Type.INT32: "Integer",
-    Type.INT64: "Long",
-    Type.FLOAT32: "Float",
-    Type.FLOAT64: "Double",
-    Type.BOOLEAN: "Boolean",
-    Type.STRING: "String",
-    Type.BYTES: "byte[]",
-    Type.ARRAY: "ArrayList",
-    Type.MAP: "HashMap",
-    Type.STRUCT: "Struct",
-}
-
-
-def java_class(schema: Schema | None, value: Any) -> str:
-    """The Java class Connect holds ``value`` in (``Integer`` for an ``INT32``, ``Date`` for a ``Timestamp``, …);
-    a schemaless number is a ``Long`` or a ``Double``, as JsonConverter reads it."""
-    if isinstance(value, Struct):
-        return "Struct"
-    if isinstance(value, decimal.Decimal):
-        return "BigDecimal"
-    if isinstance(value, dt.datetime):
-        return "Date"
-    kind = schema.type if schema is not None else schema_type_of(value)
-    return type(value).__name__ if kind is None else _JAVA_CLASSES[kind]
-
-
-_WEEKDAYS: Final = ("Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed")
-_MONTHS: Final = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_GREGORIAN_CUTOVER_DAY: Final = -141427
-"""1582-10-15, the first day ``GregorianCalendar`` counts in the Gregorian calendar (Julian before)."""
-
-
-def _calendar_date(days: int) -> tuple[int, int, int]:
-    """Year (astronomical: 0 is 1 BC), month and day of the day ``days`` after 1970-01-01, as ``java.util``'s
-    calendars count them (Julian before the Gregorian cutover)."""
-    if days >= _GREGORIAN_CUTOVER_DAY:
-        z = days + 719468
-        era, doe = divmod(z, 146097)
-        yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-        doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-        mp = (5 * doy + 2) // 153
-        month = mp + 3 if mp < 10 else mp - 9
-        return yoe + era * 400 + (month <= 2), month, doy - (153 * mp + 2) // 5 + 1
-    c = days + 2440588 + 32082
-    d = (4 * c + 3) // 1461
-    e = c - 1461 * d // 4
-    m = (5 * e + 2) // 153
-    return d - 4800 + m // 10, m + 3 - 12 * (m // 10), e - (153 * m + 2) // 5 + 1
-
-
-def _clock(millis: int) -> tuple[int, int, int, int, int, int, int]:
-    days, rest = divmod(millis, 86_400_000)
-    year, month, day = _calendar_date(days)
-    seconds, milli = divmod(rest, 1000)
-    return days, year, month, day, seconds // 3600, seconds // 60 % 60, seconds % 60 * 1000 + milli
+_RFC3339: Final = DateFormat("yyyy-MM-dd'T'HH:mm:ss.SSSXXX")
 
 
 def rfc3339_millis(millis: int) -> str:
     """``SimpleDateFormat("yyyy-MM-dd'T'HH:mm:ss.SSSXXX")`` in UTC: ``2026-11-25T16:36:52.302Z``."""
-    _, year, month, day, hour, minute, stamp = _clock(millis)
-    era_year = year if year > 0 else 1 - year
-    return f"{era_year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{stamp // 1000:02d}.{stamp % 1000:03d}Z"
-
-
-def _date_text(value: dt.datetime) -> str:
-    """``java.util.Date.toString`` in a JVM whose default time zone is UTC."""
-    days, year, month, day, hour, minute, stamp = _clock(millis_of(value))
-    return (
-        f"{_WEEKDAYS[days % 7]} {_MONTHS[month - 1]} {day:02d} {hour:02d}:{minute:02d}:{stamp // 1000:02d} UTC {year}"
-    )
+    return _RFC3339.format(millis)
 
 
 def java_text(schema: Schema | None, value: Any) -> str:
@@ -147,12 +79,10 @@ def java_text(schema: Schema | None, value: Any) -> str:
             + ",".join(f"{f.name}={java_text(f.schema, raw)}" for f, raw in value.items() if raw is not None)
             + "}"
         )
-    if isinstance(value, decimal.Decimal):
-        return str(value.copy_abs() if value.is_zero() else value)  # BigDecimal has no negative zero
     if isinstance(value, dt.datetime):
-        return _date_text(value)
-    if isinstance(value, float):
-        return java_float(value) if schema is not None and schema.type is Type.FLOAT32 else java_double(value)
+        return date_to_string(millis_of(value))
+    if isinstance(value, (int, float, decimal.Decimal)):
+        return number_text(java_class(schema, value), value)
     if isinstance(value, (bytes, bytearray)):
         return f"[B@{hash(bytes(value)) & 0x7FFFFFFF:x}"
     if isinstance(value, list):
@@ -161,63 +91,12 @@ def java_text(schema: Schema | None, value: Any) -> str:
     if isinstance(value, dict):
         keys_schema = None if schema is None else schema.key_schema
         values_schema = None if schema is None else schema.value_schema
-        hashes = [h for h in (_java_hash(keys_schema, k) for k in value) if h is not None]
-        keys = _hashmap_order(list(value), hashes) if len(hashes) == len(value) else list(value)
-        return "{" + ", ".join(f"{java_text(keys_schema, k)}={java_text(values_schema, value[k])}" for k in keys) + "}"
+        table = HashMap(key_schema=keys_schema)
+        for key, item in value.items():
+            table.put(key, item)
+        ordered = table.to_dict().items()
+        return "{" + ", ".join(f"{java_text(keys_schema, k)}={java_text(values_schema, v)}" for k, v in ordered) + "}"
     return str(value)
-
-
-def _as_float32(value: float) -> float:
-    """``(float) value``: the nearest float, an infinity beyond the float range (native packing does not
-    refuse it)."""
-    return float(_struct.unpack("f", _struct.pack("f", value))[0])
-
-
-def _java_hash(schema: Schema | None, key: Any) -> int | None:
-    """``key.hashCode()`` as an unsigned 32-bit number, for the keys whose hash depends on their value alone
-    (strings, numbers, booleans); ``None`` for the others."""
-    kind = java_class(schema, key)
-    if kind == "String":
-        return java_string_hash(key)
-    if kind in ("Byte", "Short", "Integer"):
-        return int(key) & 0xFFFFFFFF
-    if kind == "Boolean":
-        return 1231 if key else 1237
-    if kind == "Float":
-        return int(_struct.unpack(">I", _struct.pack(">f", _as_float32(key)))[0])
-    if kind in ("Long", "Double"):
-        bits = int(key) if kind == "Long" else _struct.unpack(">q", _struct.pack(">d", key))[0]
-        bits &= 0xFFFFFFFFFFFFFFFF
-        return (bits ^ (bits >> 32)) & 0xFFFFFFFF
-    return None
-
-
-def _hashmap_order(keys: list[Any], hashes: list[int]) -> list[Any]:
-    """The order a ``new HashMap<>()`` iterates ``keys`` in after they were put in this order: buckets in index
-    order (``(h ^ h >>> 16) & (capacity - 1)``), each in insertion order; the table starts at 16 and doubles
-    when the size passes three quarters of it, or when a bucket passes eight keys in a table under 64 (a
-    bucket of more than eight keys in a larger table is a tree, whose order is not modelled)."""
-    capacity = 16
-    table: list[list[tuple[Any, int]]] = [[] for _ in range(capacity)]
-
-    def grow() -> list[list[tuple[Any, int]]]:
-        grown: list[list[tuple[Any, int]]] = [[] for _ in range(capacity)]
-        for bucket in table:
-            for entry in bucket:
-                grown[entry[1] & (capacity - 1)].append(entry)
-        return grown
-
-    for size, (key, h) in enumerate(zip(keys, hashes, strict=True), 1):
-        spread = h ^ (h >> 16)
-        bucket = table[spread & (capacity - 1)]
-        bucket.append((key, spread))
-        if len(bucket) > 8 and capacity < 64:
-            capacity *= 2
-            table = grow()
-        if size > capacity * 3 // 4:
-            capacity *= 2
-            table = grow()
-    return [key for bucket in table for key, _ in bucket]
 
 
 # --- charsets -------------------------------------------------------------------------------------------------
@@ -329,7 +208,7 @@ class NumberConverter:
         found = java_class(schema, value)
         if found != self.java_type:
             raise DataError(f"Failed to serialize to {self.java_type.lower()} (was class {found})")
-        return _struct.pack(self.layout, _as_float32(value) if self.java_type == "Float" else value)
+        return _struct.pack(self.layout, f32(value) if self.java_type == "Float" else value)
 
 
 _NUMBER_CONVERTERS: Final = {
@@ -481,7 +360,7 @@ class _Event:
             if optional:
                 return None
             raise DataError(f"Header `{name}` was not provided")
-        raw = header_text(found.value, found.schema)
+        raw = convert_to_string(found.value, found.schema)
         if raw is None:
             return None
         try:
@@ -809,7 +688,6 @@ __all__ = [
     "NumberConverter",
     "StringConverter",
     "java_charset",
-    "java_class",
     "java_text",
     "rfc3339_millis",
 ]

@@ -97,27 +97,13 @@ def _write(node: Any, out: list[str]) -> None:
     if kind is str:
         out.append(json_string(node))
     elif kind is dict:
-        out.append("{")
-        first = True
-        for key, value in node.items():
-            if not first:
-                out.append(",")
-            first = False
-            out.append(json_string(key))
-            out.append(":")
-            _write(value, out)
-        out.append("}")
+        _write_object(node, out)
     elif kind is int:
         out.append(str(node))
     elif kind is float:
         out.append(_double(node))
     elif kind is list:
-        out.append("[")
-        for position, value in enumerate(node):
-            if position:
-                out.append(",")
-            _write(value, out)
-        out.append("]")
+        _write_array(node, out)
     else:
         _write_other(node, out)
 
@@ -138,25 +124,33 @@ def _write_other(node: Any, out: list[str]) -> None:
     elif isinstance(node, float):
         out.append(_double(node))
     elif isinstance(node, dict):
-        out.append("{")
-        first = True
-        for key, value in node.items():
-            if not first:
-                out.append(",")
-            first = False
-            out.append(json_string(key))
-            out.append(":")
-            _write(value, out)
-        out.append("}")
+        _write_object(node, out)
     elif isinstance(node, list):
-        out.append("[")
-        for position, value in enumerate(node):
-            if position:
-                out.append(",")
-            _write(value, out)
-        out.append("]")
+        _write_array(node, out)
     else:
         raise DataError(f"Couldn't convert {node!r} to JSON.")
+
+
+def _write_object(node: Mapping[str, Any], out: list[str]) -> None:
+    out.append("{")
+    first = True
+    for key, value in node.items():
+        if not first:
+            out.append(",")
+        first = False
+        out.append(json_string(key))
+        out.append(":")
+        _write(value, out)
+    out.append("}")
+
+
+def _write_array(node: list[Any], out: list[str]) -> None:
+    out.append("[")
+    for position, value in enumerate(node):
+        if position:
+            out.append(",")
+        _write(value, out)
+    out.append("]")
 
 
 def _double(value: float) -> str:

@@ -13,7 +13,6 @@ already replaces).
 from __future__ import annotations
 
 import datetime as dt
-import decimal
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,7 +21,7 @@ import pytest
 
 from mongocdc.events.connect import kafka_transforms as kt
 from mongocdc.events.connect.base import ConnectConfigError
-from mongocdc.events.connect.chain import RecordPipeline, header_text
+from mongocdc.events.connect.chain import RecordPipeline
 from mongocdc.events.connect.data import (
     INT32,
     OPTIONAL_STRING,
@@ -35,6 +34,7 @@ from mongocdc.events.connect.data import (
     map_schema,
     struct_schema,
 )
+from mongocdc.events.connect.java_lang import HashMap
 from tests.oracle.recorded import recorded_inputs, run_cases
 
 T = "org.apache.kafka.connect.transforms."
@@ -182,7 +182,7 @@ RICH_TOMBSTONE = record("rich.topic", None, RICH_KEY, timestamp=5)
 
 def schemaless(entries: Sequence[tuple[str, Any]]) -> str:
     """A schemaless value whose JSON order is the order Java's reader (a default ``HashMap``) iterates it in."""
-    table = kt._HashMap()
+    table = HashMap()
     for name, value in entries:
         table.put(name, value)
     return envelope(None, table.to_dict())
@@ -199,7 +199,7 @@ SCHEMALESS = [
                 ("ok", True),
                 ("when", "2024-01-02"),
                 ("at", 1704153600123),
-                ("inner", kt._HashMap.copy_of({"k": 1, "v": "x"}).to_dict()),
+                ("inner", HashMap.copy_of({"k": 1, "v": "x"}).to_dict()),
                 ("list", [1, "a"]),
                 ("nothing", None),
             ]
@@ -974,88 +974,6 @@ def test_flatten_refuses_a_map_field_and_flattens_schemaless_maps() -> None:
     assert list(flat) == ["a/b/c", "a/d", "f", "g"]  # a LinkedHashMap: the source's order
     with pytest.raises(DataError, match="not supported"):
         transform("Flatten$Value").apply(value_record(None, {"d": dt.datetime(2024, 1, 1, tzinfo=dt.UTC)}))
-
-
-def test_hash_map_order_is_javas() -> None:
-    """Orders printed by JDK 17 for these insertions (``HashMap()`` then a ``new HashMap<>(map)`` copy)."""
-    keys = ["topic", "f", "zeta", "alpha", "partition", "static", "ts", "a1", "b2", "c3"]
-    table = kt._HashMap()
-    for key in keys:
-        table.put(key, 1)
-    assert list(table.to_dict()) == ["zeta", "a1", "b2", "c3", "partition", "static", "f", "alpha", "topic", "ts"]
-    copy = kt._HashMap.copy_of(table.to_dict())
-    for key in ("new1", "Aa", "BB"):
-        copy.put(key, 2)
-    assert list(copy.to_dict()) == [
-        "zeta",
-        "Aa",
-        "BB",
-        "new1",
-        "static",
-        "f",
-        "a1",
-        "b2",
-        "c3",
-        "partition",
-        "alpha",
-        "topic",
-        "ts",
-    ]
-
-
-def test_simple_date_format_matches_jdk17() -> None:
-    """Texts and instants printed by JDK 17's SimpleDateFormat in UTC (hybrid Julian/Gregorian calendar)."""
-    packed = kt._DateFormat("yyyyMMddHHmmss")
-    assert packed.format(-62135596800000) == "00010103000000"  # 0001-01-01 proleptic is 3 January, Julian
-    assert packed.format(-12219292800001) == "15821004235959"  # the day before the Gregorian cutover
-    assert packed.parse("20240102030405") == 1704164645000
-    everything = kt._DateFormat("EEE, d MMM yyyy hh:mm a z Z X w W D F u G k K")
-    assert everything.format(1795624612476) == "Wed, 25 Nov 2026 04:36 PM UTC +0000 Z 48 4 329 4 3 AD 16 4"
-    lenient = kt._DateFormat("yyyy-MM-dd")
-    assert lenient.parse("2024-13-45x") == 1739491200000
-    assert lenient.parse(" 2024-1-5") == 1704412800000
-    assert lenient.parse("x2024-01-05") is None
-    with pytest.raises(ValueError, match="Illegal pattern character 'q'"):
-        kt._DateFormat("yyyy-qq")
-    with pytest.raises(ValueError, match="Unterminated quote"):
-        kt._DateFormat("yyyy'T")
-
-
-@pytest.mark.parametrize(
-    ("literal", "schema_type", "value"),
-    [
-        ("42", Type.INT8, 42),
-        ("-129", Type.INT16, -129),
-        ("1.5", Type.FLOAT32, 1.5),
-        ("1e40", Type.FLOAT64, 1e40),
-        ("true", Type.BOOLEAN, True),
-        ("true}", Type.STRING, "true}"),
-        ("[1, 2.5]", Type.ARRAY, [1.0, 2.5]),
-        ("[1, null]", Type.STRING, "[1, null]"),
-        ('{"a": 1}', Type.MAP, {"a": 1}),
-        ("2024-03-05", Type.INT32, dt.datetime(2024, 3, 5, tzinfo=dt.UTC)),
-        ("123456789012345678901234", Type.BYTES, decimal.Decimal("123456789012345678901234")),
-    ],
-)
-def test_parse_string(literal: str, schema_type: Type, value: Any) -> None:
-    schema, parsed = kt.parse_string(literal)
-    assert schema is not None and schema.type is schema_type
-    assert parsed == value
-
-
-def test_parse_string_null_and_empty() -> None:
-    assert kt.parse_string("null") == (None, None)
-    assert kt.parse_string("") == (STRING, "")
-
-
-def test_header_text_of_float32_and_dates() -> None:
-    """SimpleHeaderConverter writes a ``Float`` as Java prints it, and dates by ``Values.dateFormatFor``."""
-    assert header_text(0.10000000149011612, Schema(Type.FLOAT32)) == "0.1"
-    assert header_text(0.10000000149011612) == "0.10000000149011612"
-    assert header_text(dt.datetime(1969, 12, 31, tzinfo=dt.UTC)) == "00:00:00.000Z"
-    assert header_text(dt.datetime(2024, 3, 5, tzinfo=dt.UTC)) == "2024-03-05"
-    assert header_text(dt.datetime(1970, 1, 1, 1, 2, 3, 4000, tzinfo=dt.UTC)) == "01:02:03.004Z"
-    assert header_text(dt.datetime(2024, 3, 5, 1, tzinfo=dt.UTC)) == "2024-03-05T01:00:00.000Z"
 
 
 def test_cast_narrows_as_java_does() -> None:
