@@ -846,10 +846,21 @@ def test_with_exactly_once_a_killed_workers_tasks_resume_elsewhere_with_every_ch
     tmp_path: Path, cluster: ShardedCluster, kafka_bootstrap: str
 ) -> None:
     """exactly.once.support in a group: each task's transactional producer (``mongocdc-<name>-<partition>``)
-    moves with the task; the new owner's registration aborts what the killed worker left open."""
+    moves with the task; the new owner's registration aborts what the killed worker left open. The connector has a
+    transform chain (its records routed to a topic of their own, with a header added): every worker applies it."""
     from tests.integration.test_exactly_once import read_committed
 
-    fleet = Fleet(tmp_path, cluster, kafka_bootstrap, **{"exactly.once.support": "required"})
+    chain = {
+        "transforms": "route,mark",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": ".*\\.orders",
+        "transforms.route.replacement": "$0-routed",
+        "transforms.mark.type": "org.apache.kafka.connect.transforms.InsertHeader",
+        "transforms.mark.header": "via",
+        "transforms.mark.value.literal": "fleet",
+    }
+    fleet = Fleet(tmp_path, cluster, kafka_bootstrap, **{"exactly.once.support": "required", **chain})
+    fleet.topic += "-routed"
 
     def created() -> Counter[str]:
         found: Counter[str] = Counter()
@@ -883,6 +894,7 @@ def test_with_exactly_once_a_killed_workers_tasks_resume_elsewhere_with_every_ch
         counts = created()
         assert set(counts) == set(written)  # nothing lost
         assert [i for i, n in counts.items() if n > 1] == []  # and nothing twice, read committed
+        assert all(("via", b"fleet") in (msg.headers() or []) for msg in read_committed(kafka_bootstrap, fleet.topic))
     finally:
         fleet.close()
 
