@@ -103,11 +103,31 @@ def registry() -> Registry:
         from mongocdc.events.connect import converters, debezium_transforms, kafka_transforms, unwrap
 
         _registry = Registry(
-            {**kafka_transforms.TRANSFORMS, **unwrap.TRANSFORMS, **debezium_transforms.TRANSFORMS},
-            dict(kafka_transforms.PREDICATES),
-            {JSON_CONVERTER: _json_converter, **converters.CONVERTERS},
+            _with_aliases({**kafka_transforms.TRANSFORMS, **unwrap.TRANSFORMS, **debezium_transforms.TRANSFORMS}),
+            _with_aliases(kafka_transforms.PREDICATES),
+            _with_aliases({JSON_CONVERTER: _json_converter, **converters.CONVERTERS}),
         )
     return _registry
+
+
+_SUFFIXES: Final = ("Converter", "Transformation", "Transform", "Predicate")
+
+
+def _with_aliases(classes: Mapping[str, Any]) -> dict[str, Any]:
+    """``classes`` by their names and by the aliases Kafka Connect accepts for a plugin (``PluginUtils``): the
+    simple class name (``RegexRouter``, ``InsertField$Value``) and that name without its kind's suffix
+    (``JsonConverter`` → ``Json``), each where no other class of the kind has it. (Debezium's scripted ``Filter``
+    is not in its MongoDB plugin, so ``Filter`` is Kafka's, as on a worker with that plugin alone.)"""
+    counts: dict[str, int] = {}
+    aliases: dict[str, str] = {}
+    for name in classes:
+        simple = name.rsplit(".", 1)[-1]
+        pruned = next((simple[: -len(s)] for s in _SUFFIXES if simple.endswith(s) and simple != s), simple)
+        for alias in {simple, pruned}:
+            counts[alias] = counts.get(alias, 0) + 1
+            aliases[alias] = name
+    unique = {alias: classes[name] for alias, name in aliases.items() if counts[alias] == 1 and alias not in classes}
+    return {**unique, **classes}
 
 
 @dataclass(frozen=True)

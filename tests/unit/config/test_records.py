@@ -158,3 +158,18 @@ def test_the_start_up_line_says_each_sides_converter_where_it_came_from_and_the_
     described = load(tmp_path, text).record_format.describe()
     assert "keys by JsonConverter (schemas.enable=false) from the connector configuration" in described
     assert "transforms: route (org.apache.kafka.connect.transforms.RegexRouter)" in described
+
+
+def test_classes_are_found_by_the_aliases_kafka_connect_accepts(tmp_path: Path) -> None:
+    text = (
+        CONNECTOR
+        + "transforms=unwrap,route,keep\ntransforms.unwrap.type=ExtractNewDocumentState\n"
+        + "transforms.route.type=RegexRouter\ntransforms.route.regex=(.*)\ntransforms.route.replacement=$1\n"
+        + "transforms.keep.type=Filter\ntransforms.keep.predicate=t\ntransforms.keep.negate=true\n"
+        + "predicates=t\npredicates.t.type=TopicNameMatches\npredicates.t.pattern=.*\n"
+        + "key.converter=String\nvalue.converter=JsonConverter\n"
+    )
+    pipeline = load(tmp_path, text).record_format.pipeline()
+    assert pipeline is not None
+    names = [type(stage.transform).__name__ for stage in pipeline.stages]
+    assert names[:2] == ["ExtractNewDocumentState", "RegexRouter"]
