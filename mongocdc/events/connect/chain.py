@@ -234,6 +234,9 @@ class Output:
     headers: list[tuple[str, str | bytes | None]]
 
 
+_CLAIM: Final = threading.Lock()
+
+
 @dataclass
 class RecordPipeline:
     """Records written by mongocdc's codec (with schemas) → Connect data → the chain → the converters."""
@@ -245,8 +248,13 @@ class RecordPipeline:
     """``errors.tolerance=all``: a record a transform or converter fails on is skipped (and logged with
     ``errors.log.enable``), as Kafka Connect's source tasks skip it, instead of stopping the connector."""
     log_errors: bool = False
+    config: Mapping[str, str] = field(default_factory=dict)
+    """The configuration it was built from (:meth:`for_this_thread` builds another from it)."""
     _reader: JsonConverter = field(default_factory=JsonConverter)
     _last: threading.local = field(default_factory=threading.local)
+    _threads: threading.local = field(default_factory=threading.local)
+    _claimed: bool = False
+    """Whether a thread uses this very pipeline (the first to ask); the others get their own."""
     """This thread's last record: topic, key bytes, its headers and the headers added to them in place."""
     dropped: int = 0
     """Records a transform dropped."""
@@ -258,7 +266,7 @@ class RecordPipeline:
         cls, config: Mapping[str, str], *, key_converter: str = JSON_CONVERTER, value_converter: str = JSON_CONVERTER
     ) -> RecordPipeline:
         header = (config.get("header.converter") or SIMPLE_HEADER_CONVERTER).strip()
-        if header != SIMPLE_HEADER_CONVERTER:
+        if header not in (SIMPLE_HEADER_CONVERTER, "SimpleHeaderConverter", "Simple"):
             raise UnsupportedClassError("header.converter", header, "header converter")
         tolerance = (config.get("errors.tolerance") or "none").strip().lower()
         if tolerance not in ("none", "all"):
@@ -272,7 +280,20 @@ class RecordPipeline:
             build_converter(config, "value", value_converter),
             tolerate_errors=tolerance == "all",
             log_errors=(config.get("errors.log.enable") or "false").strip().lower() == "true",
+            config=dict(config),
         )
+
+    def for_this_thread(self) -> RecordPipeline:
+        """The pipeline of the calling thread. Kafka Connect gives each task a chain of its own, and transforms keep
+        state (schema caches, LRU maps); a connector's tasks are threads sharing one sink, so each thread gets a
+        chain built from the same configuration (this one, for the first thread that asks)."""
+        mine: RecordPipeline | None = getattr(self._threads, "pipeline", None)
+        if mine is None:
+            with _CLAIM:
+                claimed, self._claimed = self._claimed, True
+            mine = self if not claimed or not self.config else RecordPipeline.from_config(self.config)
+            self._threads.pipeline = mine
+        return mine
 
     def record(
         self,

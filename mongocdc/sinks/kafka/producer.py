@@ -179,7 +179,7 @@ class KafkaSink:
     ) -> Output | None:
         assert self.records is not None
         try:
-            return self.records.process(topic, key, value, headers, partition)
+            return self.records.for_this_thread().process(topic, key, value, headers, partition)
         except DataError as exc:
             raise TransformFailedError.of(self.records, topic, key, exc) from exc
 

@@ -173,3 +173,21 @@ def test_classes_are_found_by_the_aliases_kafka_connect_accepts(tmp_path: Path) 
     assert pipeline is not None
     names = [type(stage.transform).__name__ for stage in pipeline.stages]
     assert names[:2] == ["ExtractNewDocumentState", "RegexRouter"]
+
+
+def test_each_thread_gets_a_chain_of_its_own_as_each_connect_task_does(tmp_path: Path) -> None:
+    import threading
+
+    from mongocdc.events.connect.chain import RecordPipeline
+
+    text = CONNECTOR + "transforms=unwrap\ntransforms.unwrap.type=ExtractNewDocumentState\n"
+    pipeline = load(tmp_path, text).record_format.pipeline()
+    assert pipeline is not None
+    assert pipeline.for_this_thread() is pipeline and pipeline.for_this_thread() is pipeline
+    others: list[RecordPipeline] = []
+    thread = threading.Thread(target=lambda: others.append(pipeline.for_this_thread()))
+    thread.start()
+    thread.join()
+    [other] = others
+    assert other is not pipeline and other.config == pipeline.config
+    assert other.stages[0].transform is not pipeline.stages[0].transform
