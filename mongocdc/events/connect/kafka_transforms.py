@@ -852,18 +852,7 @@ def _cast(schema: Schema | None, value: Any, target: Type) -> Any:
     raise DataError(f"Unexpected type in Cast transformation: class {qualified_name(kind)}")
 
 
-_FLAT: Final = (
-    Type.INT8,
-    Type.INT16,
-    Type.INT32,
-    Type.INT64,
-    Type.FLOAT32,
-    Type.FLOAT64,
-    Type.BOOLEAN,
-    Type.STRING,
-    Type.BYTES,
-    Type.ARRAY,
-)
+_FLAT: Final = (*_CAST_INPUT, Type.ARRAY)
 
 
 class Flatten:
