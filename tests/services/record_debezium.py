@@ -403,13 +403,31 @@ class TopicReader:
             return -1
         return total
 
+    def _watermarks(self, partition: TopicPartition, timeout: float = 30.0) -> tuple[int, int]:
+        """A partition's low and high offsets; a topic a connector has just created may have no leader for a moment
+        (``NOT_LEADER_FOR_PARTITION``, retriable): asked again until it has, at most ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                low, high = self._consumer.get_watermark_offsets(partition, timeout=10)
+                return low, high
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                retriable = isinstance(error, KafkaError) and (
+                    error.retriable()
+                    or error.code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+                )
+                if not retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def read(self, names: Iterable[str]) -> list[Record]:
         topics = self.topics()
         assignment: list[TopicPartition] = []
         ends: dict[tuple[str, int], int] = {}
         for name in names:
             for number in range(topics.get(name, 0)):
-                low, high = self._consumer.get_watermark_offsets(TopicPartition(name, number), timeout=10)
+                low, high = self._watermarks(TopicPartition(name, number))
                 if high > low:
                     assignment.append(TopicPartition(name, number, OFFSET_BEGINNING))
                     ends[(name, number)] = high
