@@ -351,16 +351,7 @@ class InsertField:
             return record
         if self.side.schema(record) is None:
             updated = HashMap.copy_of(_require_map(value, "field insertion"))
-            if self.topic:
-                updated.put(self.topic.name, record.topic)
-            if self.partition and record.partition is not None:
-                updated.put(self.partition.name, record.partition)
-            if self.offset:
-                raise DataError("Only SinkRecord supported for [field insertion], found: SourceRecord")
-            if self.timestamp and record.timestamp is not None:
-                updated.put(self.timestamp.name, record.timestamp)
-            if self.static and self.static_value is not None:
-                updated.put(self.static.name, self.static_value)
+            self._insert(record, updated.put, lambda millis: millis)
             return self.side.record(record, None, updated.to_dict())
         struct = _require_struct(value, "field insertion")
         fields = [(f.name, f.schema) for f in struct.schema.fields]
@@ -377,17 +368,21 @@ class InsertField:
         updated_struct = Struct(schema)
         for f in struct.schema.fields:
             updated_struct.put(f.name, _get(struct, f.name, self.with_default))
+        self._insert(record, updated_struct.put, timestamp_from_millis)
+        return self.side.record(record, schema, updated_struct)
+
+    def _insert(self, record: ConnectRecord, put: Callable[[str, Any], Any], timestamp: Callable[[int], Any]) -> None:
+        """The fields ``put`` into the new value, in Connect's order (a timestamp as ``timestamp`` makes it)."""
         if self.topic:
-            updated_struct.put(self.topic.name, record.topic)
+            put(self.topic.name, record.topic)
         if self.partition and record.partition is not None:
-            updated_struct.put(self.partition.name, record.partition)
+            put(self.partition.name, record.partition)
         if self.offset:
             raise DataError("Only SinkRecord supported for [field insertion], found: SourceRecord")
         if self.timestamp and record.timestamp is not None:
-            updated_struct.put(self.timestamp.name, timestamp_from_millis(record.timestamp))
+            put(self.timestamp.name, timestamp(record.timestamp))
         if self.static and self.static_value is not None:
-            updated_struct.put(self.static.name, self.static_value)
-        return self.side.record(record, schema, updated_struct)
+            put(self.static.name, self.static_value)
 
 
 class ReplaceField:
