@@ -269,22 +269,22 @@ class EnvelopeCodec:
         return topic_for(self.prefix, event.source.db, event.source.collection)
 
     def key(self, event: ChangeEvent) -> bytes:
-        if self.schemas_enable:
-            schema = key_schema(self.prefix, event.source.db, event.source.collection)
-            return _dumps({"schema": schema, "payload": key_payload(event)}).encode()
-        return ('{"id":' + _string(event.key_json) + "}").encode()  # _dumps(key_payload(event))
+        payload = '{"id":' + _string(event.key_json) + "}"  # _dumps(key_payload(event))
+        if self.schemas_enable:  # _dumps({"schema": key_schema(…), "payload": key_payload(event)})
+            source = event.source
+            return (_schema_heads(self.prefix, source.db, source.collection)[0] + payload + "}").encode()
+        return payload.encode()
 
     def value(self, event: ChangeEvent, processed_ms: int) -> bytes:
-        if self.schemas_enable:
-            payload = value_payload(event, self.prefix, processed_ms)
-            schema = value_schema(self.prefix, event.source.db, event.source.collection)
-            return _dumps({"schema": schema, "payload": payload}).encode()
-        # The same bytes as _dumps(value_payload(...)), assembled from parts: most of the source
-        # block is the same for every change of a collection, so those parts are cached.
+        # The same bytes as _dumps(value_payload(...)) (wrapped as _dumps({"schema": value_schema(…), "payload":
+        # …}) with schemas), assembled from parts: the schema and most of the source block are the same for every
+        # change of a collection, so those parts are cached.
         update = event.update_description
         before, after = event.before, event.after
+        source = event.source
         return "".join(
             (
+                _schema_heads(self.prefix, source.db, source.collection)[1] if self.schemas_enable else "",
                 '{"before":',
                 "null" if before is None else _string(before),
                 ',"after":',
@@ -299,9 +299,18 @@ class EnvelopeCodec:
                 str(processed_ms),
                 ',"transaction":',
                 "null" if event.transaction is None else _dumps(_transaction_payload(event)),
-                "}",
+                "}}" if self.schemas_enable else "}",
             )
         ).encode()
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_heads(prefix: str, db: str, collection: str) -> tuple[str, str]:
+    """``{"schema":<key schema>,"payload":`` and the same with the value schema, of one collection's records."""
+    return (
+        '{"schema":' + _dumps(key_schema(prefix, db, collection)) + ',"payload":',
+        '{"schema":' + _dumps(value_schema(prefix, db, collection)) + ',"payload":',
+    )
 
 
 def _source_json(s: SourceInfo, prefix: str) -> str:

@@ -59,19 +59,22 @@ def mongocdc_case(config: Mapping[str, str], records: Sequence[Mapping[str, Any]
     out: list[dict[str, Any]] = []
     for r in records:
         try:
-            record = pipeline.record(
-                r["topic"],
-                None if r["key"] is None else r["key"].encode(),
-                None if r["value"] is None else r["value"].encode(),
-                [(name, value) for name, value in r.get("headers", ())],
-                r.get("partition"),
-                r.get("timestamp"),
-            )
+            topic, partition = r["topic"], r.get("partition")
+            key = None if r["key"] is None else r["key"].encode()
+            value = None if r["value"] is None else r["value"].encode()
+            headers: list[tuple[str, str | bytes | None]] = [(name, data) for name, data in r.get("headers", ())]
+            record = pipeline.record(topic, key, value, headers, partition, r.get("timestamp"))
             transformed = pipeline.transform(record)
             if transformed is None:
                 out.append({"dropped": True})
                 continue
             written = pipeline.write(transformed)
+            if pipeline.fused is not None:  # the fused writer's bytes, as stream and snapshot write them: a shape's
+                # first record is the general chain's (and checked against it), the second the fused writer's
+                pipeline.process(topic, key, value, headers, partition)
+                fused = pipeline.process(topic, key, value, headers, partition)
+                assert fused is not None
+                written = fused
             out.append(
                 {
                     "topic": written.topic,

@@ -20,7 +20,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from mongocdc.events.connect.base import (
     ConnectConfigError,
@@ -34,6 +34,9 @@ from mongocdc.events.connect.base import (
 from mongocdc.events.connect.data import DATE, TIME, ConnectRecord, DataError, Header, Schema, string_header
 from mongocdc.events.connect.json import JsonConverter, JsonConverterConfig
 from mongocdc.events.connect.values import convert_to_string
+
+if TYPE_CHECKING:
+    from mongocdc.events.connect.unwrap_json import FusedUnwrap
 
 log = logging.getLogger("mongocdc.transforms")
 
@@ -223,6 +226,11 @@ def build_converter(config: Mapping[str, str], side: str, default: str = JSON_CO
 # --- the pipeline ------------------------------------------------------------------------------------------
 
 
+def _header_bytes(headers: Sequence[tuple[str, str | bytes | None]] | None) -> list[tuple[str, str | bytes | None]]:
+    """String headers as SimpleHeaderConverter writes them back (the UTF-8 of their text)."""
+    return [(name, data.encode() if isinstance(data, str) else data) for name, data in headers or ()]
+
+
 @dataclass(frozen=True, slots=True)
 class Output:
     """A record as Kafka gets it."""
@@ -252,10 +260,15 @@ class RecordPipeline:
     """The configuration it was built from (:meth:`for_this_thread` builds another from it)."""
     _reader: JsonConverter = field(default_factory=JsonConverter)
     _last: threading.local = field(default_factory=threading.local)
+    """This thread's last record: topic, key bytes, its headers and the headers added to them in place."""
     _threads: threading.local = field(default_factory=threading.local)
     _claimed: bool = False
     """Whether a thread uses this very pipeline (the first to ask); the others get their own."""
-    """This thread's last record: topic, key bytes, its headers and the headers added to them in place."""
+    fuse: bool = True
+    """Whether to write with ``unwrap_json`` where the chain allows (``False``: the general chain for every record,
+    the reference the fused writer is tested against)."""
+    _fused: FusedUnwrap | None = field(init=False, default=None)
+    """``ExtractNewDocumentState`` and the JsonConverters fused (``unwrap_json``), when the chain is that alone."""
     dropped: int = 0
     """Records a transform dropped."""
     skipped: int = 0
@@ -263,7 +276,12 @@ class RecordPipeline:
 
     @classmethod
     def from_config(
-        cls, config: Mapping[str, str], *, key_converter: str = JSON_CONVERTER, value_converter: str = JSON_CONVERTER
+        cls,
+        config: Mapping[str, str],
+        *,
+        key_converter: str = JSON_CONVERTER,
+        value_converter: str = JSON_CONVERTER,
+        fuse: bool = True,
     ) -> RecordPipeline:
         header = (config.get("header.converter") or SIMPLE_HEADER_CONVERTER).strip()
         if header not in (SIMPLE_HEADER_CONVERTER, "SimpleHeaderConverter", "Simple"):
@@ -281,7 +299,19 @@ class RecordPipeline:
             tolerate_errors=tolerance == "all",
             log_errors=(config.get("errors.log.enable") or "false").strip().lower() == "true",
             config=dict(config),
+            fuse=fuse,
         )
+
+    def __post_init__(self) -> None:
+        from mongocdc.events.connect.unwrap_json import FusedUnwrap
+
+        if self.fuse:
+            self._fused = FusedUnwrap.of(self.stages, self.key_converter, self.value_converter)
+
+    @property
+    def fused(self) -> FusedUnwrap | None:
+        """The fused ``ExtractNewDocumentState`` writer this chain uses, if it is one it can be fused into."""
+        return self._fused
 
     def for_this_thread(self) -> RecordPipeline:
         """The pipeline of the calling thread. Kafka Connect gives each task a chain of its own, and transforms keep
@@ -291,7 +321,7 @@ class RecordPipeline:
         if mine is None:
             with _CLAIM:
                 claimed, self._claimed = self._claimed, True
-            mine = self if not claimed or not self.config else RecordPipeline.from_config(self.config)
+            mine = self if not claimed or not self.config else RecordPipeline.from_config(self.config, fuse=self.fuse)
             self._threads.pipeline = mine
         return mine
 
@@ -360,9 +390,27 @@ class RecordPipeline:
     ) -> Output | None:
         """The record as Kafka gets it, or ``None`` when a transform dropped it (or failed on it, with
         ``errors.tolerance=all``). Raises ``DataError`` when a transform or converter fails on it."""
+        fused = self._fused
+        pending = None
+        if fused is not None:
+            result = fused.process(topic, key, value)
+            if isinstance(result, tuple):
+                self._last.record = None
+                return Output(topic, partition, result[0], result[1], _header_bytes(headers))
+            pending = result
         try:
             transformed = self.transform(self.record(topic, key, value, headers, partition))
-            return None if transformed is None else self.write(transformed)
+            output = None if transformed is None else self.write(transformed)
+            if pending is not None:
+                same = output is not None and (output.topic, output.partition, output.headers) == (
+                    topic,
+                    partition,
+                    _header_bytes(headers),
+                )
+                pending.settle(
+                    topic, None if output is None else output.key, None if output is None else output.value, same
+                )
+            return output
         except DataError as exc:
             if not self.tolerate_errors:
                 raise

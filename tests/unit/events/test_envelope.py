@@ -117,8 +117,8 @@ def test_schemas_enable_wraps_key_and_value(recorded: list[dict[str, Any]]) -> N
     assert unwrap(value) == plain == unwrap(plain)
 
 
-def test_fast_value_bytes_equal_the_dictionary_rendering(recorded: list[dict[str, Any]]) -> None:
-    from mongocdc.events.envelope import _dumps, value_payload
+def test_fast_key_and_value_bytes_equal_the_dictionary_rendering(recorded: list[dict[str, Any]]) -> None:
+    from mongocdc.events.envelope import _dumps, key_schema, value_payload, value_schema
 
     codec = EnvelopeCodec("fulfillment")
     events = [event_of(c) for c in recorded if c["operationType"] in ("insert", "update", "replace", "delete")]
@@ -131,8 +131,20 @@ def test_fast_value_bytes_equal_the_dictionary_rendering(recorded: list[dict[str
             transaction=TransactionBlock("abc:4", 2, 1),
         )
     )
+    wrapped = EnvelopeCodec("fulfillment", schemas_enable=True)
     for event in events:
         assert codec.value(event, 1234) == _dumps(value_payload(event, "fulfillment", 1234)).encode()
+        db, coll = event.source.db, event.source.collection
+        assert (
+            wrapped.value(event, 1234)
+            == _dumps(
+                {"schema": value_schema("fulfillment", db, coll), "payload": value_payload(event, "fulfillment", 1234)}
+            ).encode()
+        )
+        assert (
+            wrapped.key(event)
+            == _dumps({"schema": key_schema("fulfillment", db, coll), "payload": {"id": event.key_json}}).encode()
+        )
 
 
 _texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
@@ -163,7 +175,7 @@ _longs = st.integers(min_value=0, max_value=2**53)
 def test_value_bytes_equal_the_dictionary_rendering_for_any_source(
     prefix: str, source: SourceInfo, before: str | None, after: str | None, op: Op, processed: int
 ) -> None:
-    from mongocdc.events.envelope import _dumps, value_payload
+    from mongocdc.events.envelope import _dumps, key_schema, value_payload, value_schema
 
     event = ChangeEvent(op, "1", source, after=after, before=before)
     assert EnvelopeCodec(prefix).value(event, processed) == _dumps(value_payload(event, prefix, processed)).encode()
