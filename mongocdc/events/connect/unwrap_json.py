@@ -61,7 +61,23 @@ _UTF16_PAIRS: Final = re.compile(r"[\ud800-\udfff\U00010000-\U0010ffff]")
 _scanstring: Final[Callable[[str, int], tuple[str, int]]] = json.decoder.scanstring  # type: ignore[attr-defined]
 """The C function ``json`` reads a string with: the text of the JSON string whose opening quote ends before the
 index, and the index after its closing quote."""
-_encode: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_chunks: Final[Callable[[Any, int], list[str]]] = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+    None, None, json.encoder.encode_basestring, None, ":", ",", False, False, True
+)
+"""The C encoder ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` builds for each call, built once."""
+_scan: Final[Callable[[str, int], tuple[Any, int]]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""``json.loads``' own scanner, without its checks for surrounding blanks."""
+
+
+def _encode(value: Any) -> str:
+    return "".join(_chunks(value, 0))
+
+
+def _loads(text: str) -> Any:
+    value, end = _scan(text, 0)
+    if end != len(text):
+        raise _General
+    return value
 
 
 class _General(Exception):
@@ -193,11 +209,19 @@ class _Document:
             if type(item) is not dict or not item or next(iter(item)).startswith("$"):
                 raise _General
             for name, value in item.items():
-                converted, code = element(value)
+                kind = type(value)  # the common cases here, the others by element()
+                if kind is str:
+                    code = _STRING
+                elif kind is int and _INT32_MIN <= value <= _INT32_MAX:
+                    code = _INT32
+                elif kind is float and (0.001 <= abs(value) < 1e7 or value == 0.0):
+                    code = _DOUBLE
+                else:
+                    converted, code = element(value)
+                    if converted is not value:
+                        item[name] = converted
                 if fields.setdefault(name, code) != code:
                     raise _General
-                if converted is not value:
-                    item[name] = converted
             if names is None:
                 names = tuple(item)
             elif same and tuple(item) != names:
@@ -341,7 +365,7 @@ class FusedUnwrap:
             if after.startswith('{"$') or ',"$' in after:  # a name beginning with $ that is not extended JSON's
                 raise _General  # (the writer puts a bare comma before a name, and escapes the quotes of strings)
             walk = _Document()
-            document = json.loads(after)
+            document = _loads(after)
             if type(document) is not dict:
                 raise _General
             shape = walk.document(document)
