@@ -247,12 +247,18 @@ class SnapshotRunner:
             while self._tracker.in_flight >= self.options.max_in_flight and not self.stop.is_set():
                 self.sink.poll(0.05)
         event = self._event(namespace, held.document, marker, held.read_ns)
-        topic, key, value = self.codec.topic(event), self.codec.key(event), self.codec.value(event, self._wall_ms())
+        topic = self.codec.topic(event)
+        written = self.sink.fused_record(topic, event)  # the chain writing it straight from the event, if it can
+        if written is not None:
+            key, value = written
+        else:
+            key, value = self.codec.key(event), self.codec.value(event, self._wall_ms())
+        converted = written is not None
         tracker = self._tracker
         if self._transactional is None:
             seq = tracker.issue()
             queued = self.sink.produce(
-                topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq)
+                topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq), converted=converted
             )
             if queued is False:  # dropped by the connector's transforms
                 self.metrics.record_skipped(self.options.partition, "transform")
@@ -261,7 +267,7 @@ class SnapshotRunner:
         with self._lock:
             seq = tracker.issue()
             queued = self.sink.produce(
-                topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq)
+                topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq), converted=converted
             )
             if queued is False:  # dropped by the connector's transforms
                 self.metrics.record_skipped(self.options.partition, "transform")

@@ -45,8 +45,15 @@ class Sink(Protocol):
         headers: list[tuple[str, str | bytes | None]] | None = None,
         partition: int | None = None,
         on_ack: Callable[[], None] | None = None,
+        converted: bool = False,
     ) -> bool:
-        """Queue the record; ``False`` when the connector's transforms dropped it (``on_ack`` has run)."""
+        """Queue the record; ``False`` when the connector's transforms dropped it (``on_ack`` has run).
+        ``converted``: the key and value are what the connector's chain writes (from :meth:`fused_record`)."""
+        ...
+
+    def fused_record(self, topic: str, event: ChangeEvent) -> tuple[bytes, bytes] | None:
+        """The change's key and value as the connector's chain writes them, when it writes them straight from the
+        event; ``None``: the codec writes the record and :meth:`produce` takes it through the chain."""
         ...
 
     def poll(self, timeout: float = 0.0) -> None: ...
@@ -367,15 +374,20 @@ class StreamingTask:
             self._transaction_records(before)
         codec = self.codec
         topic = codec.topic(event)
-        key = codec.key(event)
-        value = codec.value(event, now_ms)
+        # the connector's chain writing the record straight from the event, when it can (its fused writer)
+        written = None if options.oversize_threshold else self.sink.fused_record(topic, event)
+        if written is not None:
+            key, value = written
+        else:
+            key = codec.key(event)
+            value = codec.value(event, now_ms)
         try:
             if options.oversize_threshold and len(value) > options.oversize_threshold:
                 raise OversizedEventError(
                     f"the event for key {key.decode('utf-8', 'replace')} in {topic} is {len(value)} bytes, more than "
                     f"cursor.oversize.skip.threshold={options.oversize_threshold}"
                 )
-            self._produce(topic, key, value, codec.headers_for(event.source))
+            self._produce(topic, key, value, codec.headers_for(event.source), converted=written is not None)
         except OversizedEventError as oversized:
             if options.oversize_mode != "skip":
                 raise
@@ -396,13 +408,20 @@ class StreamingTask:
         value: bytes | None,
         headers: list[tuple[str, str | bytes | None]] | None = None,
         partition: int | None = None,
+        converted: bool = False,
     ) -> None:
         tracker = self._tracker
         seq = tracker.issue()
         try:
             if (
                 self.sink.produce(
-                    topic, key, value, headers=headers, partition=partition, on_ack=partial(tracker.acked, seq)
+                    topic,
+                    key,
+                    value,
+                    headers=headers,
+                    partition=partition,
+                    on_ack=partial(tracker.acked, seq),
+                    converted=converted,
                 )
                 is False
             ):

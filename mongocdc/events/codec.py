@@ -37,6 +37,7 @@ import functools
 import json
 import math
 import re
+import threading
 import unicodedata
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -282,7 +283,28 @@ def _text(converted: dict[str, Any], encode: Callable[[Any], str]) -> str:
 
 def document_to_json(document: Mapping[str, Any] | RawBSONDocument) -> str:
     """Render one BSON document as Debezium renders ``after`` and ``before`` (strict, compact)."""
-    return _text(bson.decode(_bson(document), _DECODE_STRICT), _encode_compact)
+    converted = bson.decode(_bson(document), _DECODE_STRICT)
+    text = _encode_compact(converted)
+    if _PLACEHOLDER in text:  # doubles in Java's scientific notation (see _text)
+        return _java_text(text.replace('"' + _PLACEHOLDER, "").replace(_PLACEHOLDER + '"', ""))
+    text = _java_text(text)
+    _decoded_texts.last = (text, converted)
+    return text
+
+
+_decoded_texts = threading.local()
+"""This thread's last :func:`document_to_json` text with the JSON tree it was written from."""
+
+
+def decoded_json(text: str) -> Any:
+    """``json.loads(text)`` for the text :func:`document_to_json` returned last on this thread (this very object),
+    without parsing it: the tree it was written from, handed over once (the caller may change it); ``None`` for any
+    other text, or when that tree held what the writer spells otherwise (doubles in Java's scientific notation)."""
+    last = getattr(_decoded_texts, "last", None)
+    if last is None or last[0] is not text:
+        return None
+    _decoded_texts.last = None
+    return last[1]
 
 
 def update_to_json(document: Mapping[str, Any] | RawBSONDocument) -> str:

@@ -313,6 +313,18 @@ class RecordPipeline:
         """The fused ``ExtractNewDocumentState`` writer this chain uses, if it is one it can be fused into."""
         return self._fused
 
+    def fused_record(self, topic: str, key_json: str, after: str) -> tuple[bytes, bytes] | None:
+        """The key and value bytes the chain writes for a change's record (key ``id`` ``key_json``, ``after``
+        ``after``), when the fused writer writes it without the codec's record (see ``FusedUnwrap.event_record``);
+        else ``None``: the record goes through :meth:`process`."""
+        fused = self._fused
+        if fused is None:
+            return None
+        written = fused.event_record(topic, key_json, after)
+        if written is not None:
+            self._last.record = None
+        return written
+
     def for_this_thread(self) -> RecordPipeline:
         """The pipeline of the calling thread. Kafka Connect gives each task a chain of its own, and transforms keep
         state (schema caches, LRU maps); a connector's tasks are threads sharing one sink, so each thread gets a

@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from bson import Decimal128
 
-from mongocdc.events.codec import decimal128_text
+from mongocdc.events.codec import decimal128_text, decoded_json
 from mongocdc.events.connect.json import JsonConverter, json_string, write_json
 from mongocdc.events.connect.unwrap import ExtractNewDocumentState
 
@@ -360,14 +360,36 @@ class FusedUnwrap:
         if not key.startswith(known.key_head) or not value.startswith(known.value_head):
             return None
         try:
-            id_value, id_code = _id(_string_field(key[len(known.key_head) : -1].decode(), "id"))
+            key_json = _string_field(key[len(known.key_head) : -1].decode(), "id")
             after = _string_field(value[len(known.value_head) : -1].decode(), "after", "before")
+        except (_General, ValueError, TypeError):
+            return None
+        return self._write(known, key_json, after, pending=True)
+
+    def event_record(self, topic: str, key_json: str, after: str) -> tuple[bytes, bytes] | None:
+        """The key and value bytes of the record of a change whose key's ``id`` is ``key_json`` and whose ``after``
+        is ``after``, when its topic and shape are known and checked (else ``None``: the record goes the way of
+        :meth:`process`, which learns them). What the codec would write for it is not needed."""
+        known = self.topics.get(topic)
+        if known is None:
+            return None
+        written = self._write(known, key_json, after, pending=False)
+        assert not isinstance(written, Pending)
+        return written
+
+    def _write(
+        self, known: _Topic, key_json: str, after: str, *, pending: bool
+    ) -> tuple[bytes, bytes] | Pending | None:
+        try:
+            id_value, id_code = _id(key_json)
             if after.startswith('{"$') or ',"$' in after:  # a name beginning with $ that is not extended JSON's
-                raise _General  # (the writer puts a bare comma before a name, and escapes the quotes of strings)
-            walk = _Document()
-            document = _loads(after)
+                return None  # (the writer puts a bare comma before a name, and escapes the quotes of strings)
+            document = decoded_json(after)
+            if document is None:
+                document = _loads(after)
             if type(document) is not dict:
-                raise _General
+                return None
+            walk = _Document()
             shape = walk.document(document)
         except (_General, ValueError, TypeError):
             return None
@@ -375,14 +397,14 @@ class FusedUnwrap:
             if "__deleted" in document or (self.rewrite_with_id and "_id" not in document):
                 return None
             document["__deleted"] = False
+        shape_key = (id_code, shape)
+        heads = known.shapes.get(shape_key, _UNSEEN)
+        if heads is None or (heads is _UNSEEN and not pending):
+            return None
         key_payload = (
             '{"id":' + json_string(id_value) + "}" if id_code == _STRING else _json({"id": id_value}, False)
         ).encode()
         value_payload = _json(document, walk.java_doubles).encode()
-        shape_key = (id_code, shape)
-        heads = known.shapes.get(shape_key, _UNSEEN)
-        if heads is None:
-            return None
         if heads is _UNSEEN:
             return Pending(self, known, shape_key, key_payload, value_payload)
         self.fused += 1

@@ -12,6 +12,7 @@ from mongocdc.config.topic_creation import TopicCreation
 from mongocdc.errors import ConfigError, FencedError, TransformFailedError, UnreachableError
 from mongocdc.events.connect.chain import Output, RecordPipeline
 from mongocdc.events.connect.data import DataError
+from mongocdc.events.model import ChangeEvent
 from mongocdc.kafka.admin import KafkaAdmin
 from mongocdc.kafka.config import DURABLE, JAVA_PARTITIONER
 from mongocdc.kafka.errors import Endpoint
@@ -122,6 +123,7 @@ class KafkaSink:
         headers: list[tuple[str, str | bytes | None]] | None = None,
         partition: int | None = None,
         on_ack: AckCallback | None = None,
+        converted: bool = False,
     ) -> bool:
         """Queue one record; ``on_ack`` runs (from a later ``poll``/``flush``) once Kafka acknowledged it. Returns
         whether it was queued (``False``: a transform dropped it).
@@ -132,9 +134,11 @@ class KafkaSink:
         so its position is committed as a delivered one's would be (Connect commits the offsets of filtered
         records too). A record the chain cannot handle raises ``TransformFailedError`` (exit 3).
 
+        ``converted``: ``key`` and ``value`` are what the chain writes already (:meth:`fused_record`).
+
         While the producer's queue is full this serves delivery reports until there is room (or a delivery failed).
         """
-        if self.records is not None:
+        if self.records is not None and not converted:
             output = self._transformed(topic, key, value, headers, partition)
             if output is None:
                 self.dropped += 1
@@ -168,6 +172,15 @@ class KafkaSink:
         self.produced += 1
         producer.poll(0)  # a failure it serves is raised by the next call
         return True
+
+    def fused_record(self, topic: str, event: ChangeEvent) -> tuple[bytes, bytes] | None:
+        """A change's key and value as the connector's chain writes them, when the chain's fused writer writes this
+        change straight from the event (``ExtractNewDocumentState`` alone: ``RecordPipeline.fused_record``); produce
+        them with ``converted=True``. ``None``: encode the record with the codec and :meth:`produce` it."""
+        records = self.records
+        if records is None or event.after is None:
+            return None
+        return records.for_this_thread().fused_record(topic, event.key_json, event.after)
 
     def _transformed(
         self,

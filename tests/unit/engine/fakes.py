@@ -166,6 +166,7 @@ class RecordingSink:
         headers: Any = None,
         partition: int | None = None,
         on_ack: Callable[[], None] | None = None,
+        converted: bool = False,
     ) -> bool:
         with self._lock:
             self.records.append((topic, key, value))
@@ -173,6 +174,9 @@ class RecordingSink:
             if on_ack is not None:
                 self._pending.append(on_ack)
         return True
+
+    def fused_record(self, topic: str, event: Any) -> tuple[bytes, bytes] | None:
+        return None  # no transform chain: the codec writes every record
 
     def poll(self, timeout: float = 0.0) -> None:
         self._deliver()

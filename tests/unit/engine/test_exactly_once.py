@@ -55,11 +55,15 @@ class TransactionLog:
         headers: Any = None,
         partition: int | None = None,
         on_ack: Callable[[], None] | None = None,
+        converted: bool = False,
     ) -> None:
         with self._lock:
             self.open.append((topic, key, value))
             if on_ack is not None:
                 self._acks.append(on_ack)
+
+    def fused_record(self, topic: str, event: Any) -> tuple[bytes, bytes] | None:
+        return None  # no transform chain: the codec writes every record
 
     def poll(self, timeout: float = 0.0) -> None:
         with self._lock:

@@ -10,6 +10,7 @@ always deferred to the general chain would pass the comparison alone); which cha
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -268,3 +269,43 @@ def test_each_topic_and_shape_is_checked_once() -> None:
 def test_other_chains_and_converter_settings_take_the_general_chain(extra: dict[str, str]) -> None:
     assert RecordPipeline.from_config({**CONFIGS["schemas"], **extra}).fused is None
     assert RecordPipeline.from_config(CONFIGS["schemas"]).fused is not None
+
+
+@pytest.mark.parametrize("name", ["schemas", "schemaless", "rewrite"])
+def test_a_change_is_written_from_the_event_as_from_the_codecs_record(name: str) -> None:
+    """``fused_record`` (the engines' way, from the change's ``_id`` and ``after`` texts, the document's tree taken
+    over from ``document_to_json``) writes what ``process`` writes from the codec's record; it declines a topic or
+    shape not checked yet, which ``process`` then checks."""
+    pipeline = RecordPipeline.from_config(CONFIGS[name])
+    general = RecordPipeline.from_config(CONFIGS[name], fuse=False)
+    documents = list(_bench_documents(30))
+    first = documents[0]
+    topic = "dbz.shop.docs"
+    assert pipeline.fused_record(topic, value_to_json(first["_id"]), document_to_json(first)) is None  # unknown topic
+    pipeline.process(*change(first))  # checked: the topic and this shape are known now
+    for document in documents:
+        expected = outcome(general, change(document))
+        after = document_to_json(document)  # the tree behind this very text is handed over to the fused writer
+        written = pipeline.fused_record(topic, value_to_json(document["_id"]), after)
+        if written is None:  # a shape not checked yet: the codec's record goes through process, which checks it
+            assert outcome(pipeline, change(document)) == expected
+            written = pipeline.fused_record(topic, value_to_json(document["_id"]), document_to_json(document))
+        assert written is not None
+        assert (
+            "written",
+            (topic, None, *written, [(n, v.encode() if isinstance(v, str) else v) for n, v in CODEC.headers or ()]),
+        ) == expected
+        copied = "".join(list(after))  # another text object: parsed, not taken over
+        assert pipeline.fused_record(topic, value_to_json(document["_id"]), copied) == written
+    assert pipeline.fused is not None and pipeline.fused.diverged == 0
+
+
+def test_the_tree_behind_a_text_is_handed_over_once() -> None:
+    from mongocdc.events.codec import decoded_json
+
+    text = document_to_json({"_id": ObjectId("65a1b2c3d4e5f60718293a4b"), "n": Int64(5), "x": 1e-9})
+    assert decoded_json(text) is None  # a double in Java's scientific notation: the tree is not the text's
+    text = document_to_json({"_id": ObjectId("65a1b2c3d4e5f60718293a4b"), "n": Int64(5), "d": dt.datetime(2024, 1, 1)})
+    assert decoded_json("".join(list(text))) is None  # an equal text, not this one
+    assert decoded_json(text) == json.loads(text)
+    assert decoded_json(text) is None  # once
