@@ -42,6 +42,11 @@ headers, deletes rewritten and their tombstones kept) and routed by RegexRouter,
 with them. The flattening skips, by a negated predicate, the two collections whose documents Debezium's transform
 fails on (MinKey/MaxKey ``_id``s, JavaScript with scope, arrays of mixed types: the task is killed), as a team with
 such collections configures it."""
+FLAT = ("dbzx", "mcx")
+"""A pair with ``ExtractNewDocumentState`` alone (deletes rewritten, their tombstones kept) and JsonConverter's
+defaults but schemas off: the chain mongocdc writes straight from the change (``events/connect/unwrap_json``). The
+two collections the transform fails on are left out (``collection.exclude.list``)."""
+FLAT_EXCLUDED = ("ids", "types")
 OUTBOX = ("dbzo", "mco")
 """A pair with Debezium's MongoDB outbox router over a collection of outbox events in a database of its own:
 events routed to ``<prefix>.outbox.<aggregatetype>``, payloads expanded, the event type in a header."""
@@ -74,6 +79,17 @@ def _outbox_event(number: int) -> dict[str, Any]:
         "aggregatetype": "Order",
         "type": "OrderCreated" if number % 3 else "OrderShipped",
         "payload": {"order": number, "lines": [{"sku": "A-1", "qty": number}], "total": number * 2.5},
+    }
+
+
+def _flat(prefix: str) -> dict[str, str]:
+    del prefix
+    return {
+        "collection.exclude.list": f"{rec.DB}\\.({'|'.join(FLAT_EXCLUDED)})",
+        "transforms": "unwrap",
+        "transforms.unwrap.type": "io.debezium.connector.mongodb.transforms.ExtractNewDocumentState",
+        "transforms.unwrap.delete.tombstone.handling.mode": "rewrite-with-tombstone",
+        **_converters(False),
     }
 
 
@@ -168,7 +184,7 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
         rec.prepare(work)
         outbox = client[OUTBOX_DB]["outbox"]
         outbox.insert_many([_outbox_event(n) for n in range(2)])  # read by the snapshots
-        for dbz, mc in (*PAIRS.values(), CHAIN):
+        for dbz, mc in (*PAIRS.values(), CHAIN, FLAT):
             for prefix in (dbz, mc):
                 work.create(f"signals_{prefix}")
         snapshot_records = work.expected_records
@@ -179,6 +195,7 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
             connect.start()
             runs = [(dbz, mc, _converters(schemas)) for schemas, (dbz, mc) in PAIRS.items()]
             runs.append((CHAIN[0], CHAIN[1], {}))
+            runs.append((FLAT[0], FLAT[1], _flat(FLAT[0])))
             for dbz, mc, records in runs:
                 connect.create_connector(dbz, {**_settings(dbz, mongo.uri), **(records or _chain(dbz))})
                 streams.append(_mongocdc(tmp, mc, mongo.uri, kafka_bootstrap, records or _chain(mc)))
@@ -187,13 +204,21 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
             for dbz, _, _ in [*runs, (OUTBOX[0], None, None)]:
                 connect.wait_until_running(dbz)
             prefixes = [p for dbz, mc, _ in runs for p in (dbz, mc)]
+            envelopes = PAIRS[False][0]  # what the flat pair owes: these records, less the excluded collections'
+
+            def owed(prefix: str, wanted: int) -> bool:
+                if prefix not in FLAT:
+                    return _count(reader, prefix) >= wanted
+                excluded = {f"{envelopes}.{rec.DB}.{name}" for name in FLAT_EXCLUDED}
+                left_out = reader.count(lambda name: name in excluded)
+                return _count(reader, envelopes) >= wanted and _count(reader, prefix) >= wanted - left_out
 
             def counts() -> str:
                 states = {p: _count(reader, p) for p in prefixes}
                 return f"records per prefix {states}; " + " | ".join(s.stderr[-1500:] for s in streams)
 
             _wait(
-                lambda: all(_count(reader, p) >= snapshot_records for p in prefixes),
+                lambda: all(owed(p, snapshot_records) for p in prefixes),
                 f"the initial snapshots ({snapshot_records} records)",
                 counts,
             )
@@ -203,12 +228,13 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
 
             def settle() -> None:
                 wanted = work.expected_records
-                _wait(lambda: all(_count(reader, p) >= wanted for p in prefixes), f"{wanted} records", counts)
+                _wait(lambda: all(owed(p, wanted) for p in prefixes), f"{wanted} records", counts)
 
             rec.stream(work, settle)
 
             # An incremental snapshot of a collection Debezium 3.6.1 can chunk (int32 _ids only).
-            flat_customers = {p: reader.count(lambda n, p=p: n == f"{p}.flat.customers") for p in CHAIN}
+            flattened = {p: f"{p}.flat.customers" for p in CHAIN} | {p: f"{p}.{rec.DB}.customers" for p in FLAT}
+            flat_customers = {p: reader.count(lambda n, t=topic: n == t) for p, topic in flattened.items()}
             for prefix in prefixes:
                 signal_doc = {
                     "_id": f"incremental-{prefix}",
@@ -218,8 +244,8 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
                 client[rec.DB][f"signals_{prefix}"].insert_one(signal_doc)
 
             def incremental_done(prefix: str) -> bool:
-                if prefix in CHAIN:  # flattened: the two reads are two more records on the routed topic
-                    return reader.count(lambda n: n == f"{prefix}.flat.customers") >= flat_customers[prefix] + 2
+                if prefix in flattened:  # flattened: the two reads are two more records on the (routed) topic
+                    return reader.count(lambda n: n == flattened[prefix]) >= flat_customers[prefix] + 2
                 reads = [
                     r
                     for r in _records(reader, prefix)
@@ -253,7 +279,7 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) 
                 compared_prefix=mc,
                 partitions=reader.topics(),
             )
-            for name, (dbz, mc) in [*PAIRS.items(), ("chain", CHAIN), ("outbox", OUTBOX)]
+            for name, (dbz, mc) in [*PAIRS.items(), ("chain", CHAIN), ("flat", FLAT), ("outbox", OUTBOX)]
         }
         reader.close()
         client.close()
@@ -284,6 +310,19 @@ def test_a_transform_chain_writes_what_debeziums_writes(comparisons: dict[Any, C
     assert topics["<prefix>.transaction"] == (4, 4)
     assert topics["__debezium-heartbeat.<prefix>"][1] > 0
     assert sum(a for a, _ in topics.values()) > 120
+
+
+def test_extract_new_document_state_alone_writes_what_debeziums_writes(comparisons: dict[Any, Comparison]) -> None:
+    """The chain mongocdc writes straight from the change (the fused writer), snapshot, stream and incremental
+    snapshot, beside Debezium's."""
+    result = comparisons["flat"]
+    differences = [d.describe() for d in result.differences]
+    assert differences == [], "\n".join(differences)
+    topics = result.records
+    assert topics[f"<prefix>.{rec.DB}.customers"][0] > 5
+    assert not [t for t in topics if t.removeprefix(f"<prefix>.{rec.DB}.") in FLAT_EXCLUDED]
+    assert topics["__debezium-heartbeat.<prefix>"][1] > 0
+    assert sum(a for a, _ in topics.values()) > 60
 
 
 def test_the_outbox_router_writes_what_debeziums_writes(comparisons: dict[Any, Comparison]) -> None:
