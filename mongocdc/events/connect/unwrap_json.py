@@ -238,26 +238,17 @@ def _id(text: str) -> tuple[Any, int]:
         if _OBJECT_ID.fullmatch(hex_text):
             return hex_text, _STRING
     value = json.loads(text)
-    kind = type(value)
-    if kind is str:
-        return value, _STRING
-    if kind is int:
-        if _INT32_MIN <= value <= _INT32_MAX:
-            return value, _INT32
+    if type(value) is int and not _INT32_MIN <= value <= _INT32_MAX:  # an Int64 in relaxed JSON: a long
         if _INT64_MIN <= value <= _INT64_MAX:
             return value, _INT64
         raise _General
-    if kind is float:
-        if not (0.001 <= abs(value) < 1e7 or value == 0.0):
-            raise _General
-        return value, _DOUBLE
-    if kind is bool:
-        return value, _BOOLEAN
-    if kind is dict and len(value) == 1:
-        tag = next(iter(value))
-        if tag in ("$oid", "$numberDecimal"):
-            return _Document.extended(tag, value)
-    raise _General
+    if type(value) is dict and next(iter(value), "") not in ("$oid", "$numberDecimal"):
+        raise _General
+    walk = _Document()
+    converted = walk.element(value)
+    if walk.java_doubles:  # (relaxed JSON writes a double Java spells in scientific notation as a $numberDouble)
+        raise _General
+    return converted
 
 
 def _json(value: Any, java_doubles: bool) -> str:
@@ -402,7 +393,7 @@ class FusedUnwrap:
         if heads is None or (heads is _UNSEEN and not pending):
             return None
         key_payload = (
-            '{"id":' + json_string(id_value) + "}" if id_code == _STRING else _json({"id": id_value}, False)
+            '{"id":' + json_string(id_value) + "}" if type(id_value) is str else _json({"id": id_value}, False)
         ).encode()
         value_payload = _json(document, walk.java_doubles).encode()
         if heads is _UNSEEN:

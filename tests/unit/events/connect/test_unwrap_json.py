@@ -182,7 +182,16 @@ def _values(draw: Any, depth: int = 0) -> Any:
 @st.composite
 def _documents(draw: Any) -> dict[str, Any]:
     document: dict[str, Any] = {
-        "_id": draw(st.one_of(st.builds(ObjectId), st.integers(-(2**63), 2**63 - 1), _WORDS, st.floats(0.5, 9.5)))
+        "_id": draw(
+            st.one_of(
+                st.none(),
+                st.booleans(),
+                st.builds(ObjectId),
+                st.integers(-(2**63), 2**63 - 1),
+                _WORDS,
+                st.floats(0.5, 9.5),
+            )
+        )
     }
     document.update(draw(st.dictionaries(_NAMES.filter(lambda n: n != "_id"), _values(), max_size=6)))
     return document
