@@ -175,7 +175,7 @@ _longs = st.integers(min_value=0, max_value=2**53)
 def test_value_bytes_equal_the_dictionary_rendering_for_any_source(
     prefix: str, source: SourceInfo, before: str | None, after: str | None, op: Op, processed: int
 ) -> None:
-    from mongocdc.events.envelope import _dumps, key_schema, value_payload, value_schema
+    from mongocdc.events.envelope import _dumps, value_payload
 
     event = ChangeEvent(op, "1", source, after=after, before=before)
     assert EnvelopeCodec(prefix).value(event, processed) == _dumps(value_payload(event, prefix, processed)).encode()
