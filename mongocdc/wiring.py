@@ -18,17 +18,12 @@ from mongocdc.retry import Backoff
 if TYPE_CHECKING:
     from mongocdc.engine.connector import ConnectorGroup, ConnectorTask
     from mongocdc.engine.exactly_once import TransactionBoundary
-    from mongocdc.engine.incremental_snapshot import IncrementalSnapshotter
     from mongocdc.engine.metrics import Metrics
     from mongocdc.engine.snapshot import ProgressCallback
     from mongocdc.engine.streaming import StreamStats
     from mongocdc.events.connect.chain import RecordPipeline
     from mongocdc.events.position import Position
     from mongocdc.events.transforms import FieldTransforms
-    from mongocdc.replication.clients import Cluster
-    from mongocdc.replication.failover import Translator
-    from mongocdc.replication.mirror import Replicator
-    from mongocdc.sinks.kafka.notifications import NotificationLog, NotificationSink
     from mongocdc.sinks.kafka.producer import KafkaSink
     from mongocdc.sources.mongo.client import Client, ClientOptions, PrimaryWatch
     from mongocdc.sources.mongo.stream import MongoChangeStreamSource
@@ -415,9 +410,7 @@ def connector(
     """
     from mongocdc.engine.connector import ConnectorGroup
     from mongocdc.engine.metrics import Metrics
-    from mongocdc.sources.mongo.client import PrimaryWatch, connect
-    from mongocdc.sources.mongo.shards import shard_connection_string, shards_behind
-    from mongocdc.sources.mongo.topology import discover
+    from mongocdc.wiring_plan import TaskCommon, connector_plan
 
     envelope = codec(settings)
     metrics = metrics or Metrics(settings.name)
@@ -426,71 +419,34 @@ def connector(
         resources.callback(store.close)
         sink = kafka_sink(settings)
         resources.callback(sink.close)
-        seed_watch = PrimaryWatch()
-        seed = mongo_client(settings, listeners=[seed_watch])
-        resources.callback(seed.close)
-        topology = discover(seed)
-        topology.require_change_streams()
-        warn_unmatched_includes(settings, seed)
-        if not settings.record_format.transforms:  # a transform may rename them: each is checked at its first record
-            sink.require_topics(start_topics(settings, seed))
-        shards: list[Shard] = []
-        if settings.mongodb_connection_mode == "replica_set":
-            shards = shards_behind(seed)
-
+        plan = resources.enter_context(connector_plan(settings))
+        warn_unmatched_includes(settings, plan.seed)
+        plan.require_start_topics(sink)
+        common = TaskCommon(envelope, metrics, exactly_once(settings), on_status, on_progress, estimate_after_s)
         task_ids = itertools.count()
-        transactional = exactly_once(settings)
-
-        def task_for(
-            client: Client, rs: str | None, partition: str, watch: PrimaryWatch, task_stop: threading.Event
-        ) -> ConnectorTask:
-            task_sink, task_store = sink, store
-            if transactional:
-                task_sink, task_store = exactly_once_task(settings, store, partition, metrics)
-                resources.callback(task_sink.close)
-            return connector_task(
-                settings,
-                client,
-                rs,
-                partition,
-                watch,
-                sink=task_sink,
-                store=task_store,
-                envelope=envelope.for_task(next(task_ids)),  # the taskId header
-                stop=task_stop,
-                on_status=on_status,
-                on_progress=on_progress,
-                metrics=metrics,
-                estimate_after_s=estimate_after_s,
-            )
 
         def shard_task(shard: Shard) -> ConnectorTask:
             """A task of its own for the shard's replica set, with a stop event of its own (the group ends it
             when the shard leaves)."""
-            assert shard.replica_set is not None and settings.mongodb_connection_string is not None
-            watch = PrimaryWatch()
-            client = connect(
-                shard_connection_string(settings.mongodb_connection_string, shard),
-                backoff(settings),
-                client_options=client_options(settings),
-                event_listeners=[watch],
+            source = plan.shard_source(shard, resources)
+            return plan.task(
+                source, next(task_ids), common, store=store, stop=threading.Event(), resources=resources, sink=sink
             )
-            resources.callback(client.close)
-            return task_for(client, shard.replica_set, shard.replica_set, watch, threading.Event())
 
-        if shards:
-            group = shard_group(settings, seed, shards, shard_task, stop)
+        if plan.per_shard:
+            group = shard_group(settings, plan.seed, plan.shards, shard_task, stop)
         else:
             log.info(
                 "capturing %s %s (%s scope) into %s as %s.<db>.<collection>",
-                topology.kind.replace("_", " "),
-                topology.replica_set or "",
+                plan.topology.kind.replace("_", " "),
+                plan.topology.replica_set or "",
                 settings.capture_scope,
                 settings.kafka_client.get("bootstrap.servers"),
                 settings.topic_prefix,
             )
-            task = task_for(seed, topology.replica_set, topology.partition, seed_watch, stop)
-            group = ConnectorGroup({topology.partition: task}, stop)
+            source = plan.seed_source()
+            task = plan.task(source, next(task_ids), common, store=store, stop=stop, resources=resources, sink=sink)
+            group = ConnectorGroup({source.partition: task}, stop)
         yield group
 
 
@@ -550,6 +506,7 @@ def connector_task(
     from mongocdc.engine.source_offset import ServerOffsets
     from mongocdc.engine.streaming import StreamOptions
     from mongocdc.sources.mongo.scan import CollectionScanner, captured_collections
+    from mongocdc.wiring_signals import incremental_snapshotter
 
     source = change_source(settings, client, rs, primary_watch, stop=stop)
     include = snapshot_include(settings)
@@ -607,72 +564,6 @@ def connector_task(
     )
 
 
-def incremental_snapshotter(settings: Settings, client: Client, sink: KafkaSink) -> IncrementalSnapshotter | None:
-    """Signals and incremental snapshots for one task, or ``None`` without ``signal.data.collection``."""
-    from mongocdc.engine.incremental_snapshot import IncrementalSnapshotter
-    from mongocdc.sources.mongo.scan import QueryReader, captured_collections
-    from mongocdc.sources.mongo.signal_collection import SignalCollectionWriter
-
-    channels = set(settings.signal_enabled_channels)
-    if not settings.signal_data_collection:
-        if "kafka" in channels:
-            log.warning("signal.data.collection is not set: incremental snapshots need it for their watermarks")
-        return None
-    kafka_signals = None
-    if "kafka" in channels:
-        from mongocdc.kafka.config import signal_client_config
-        from mongocdc.sources.kafka.signals import KafkaSignalChannel, signal_topic
-
-        kafka_signals = KafkaSignalChannel(
-            signal_client_config(settings),
-            signal_topic(settings),
-            settings.signal_kafka_groupId,
-            settings.require("topic.prefix"),
-        )
-    notifiers: list[NotificationLog | NotificationSink] = []
-    if "log" in settings.notification_enabled_channels:
-        from mongocdc.sinks.kafka.notifications import NotificationLog
-
-        notifiers.append(NotificationLog())
-    if "sink" in settings.notification_enabled_channels:
-        from mongocdc.sinks.kafka.notifications import NotificationSink
-
-        notifiers.append(
-            NotificationSink(
-                settings.kafka_client,
-                settings.require("notification.sink.topic.name"),
-                schemas_enable=settings.record_format.schemas_enable,
-                sink=sink,
-            )
-        )
-
-    def notify(kind: str, *, signal_id: str | None = None, **data: object) -> None:
-        from mongocdc.sinks.kafka.notifications import incremental_snapshot
-
-        note = incremental_snapshot(kind, settings.name, signal_id=signal_id, **data)  # type: ignore[arg-type]
-        for notifier in notifiers:
-            notifier.notify(note)
-
-    include = snapshot_include(settings)
-
-    def captured() -> list[str]:
-        pairs = captured_collections(
-            client, scope=settings.capture_scope, target=settings.capture_target, include=include
-        )
-        return [f"{db}.{coll}" for db, coll in pairs]
-
-    return IncrementalSnapshotter(
-        reader=QueryReader(client),
-        writer=SignalCollectionWriter(client, settings.signal_data_collection),
-        captured=captured,
-        chunk_size=settings.incremental_snapshot_chunk_size,
-        strategy=settings.incremental_snapshot_watermarking_strategy,
-        kafka_signals=kafka_signals,
-        signal_poll_interval_s=settings.signal_poll_interval_ms / 1000,
-        notify=notify,
-    )
-
-
 def estimated_counts(settings: Settings, namespaces: Iterable[str]) -> dict[str, int | None]:
     """Each collection's estimated document count (``None`` when MongoDB does not say), for progress displays."""
     from mongocdc.sources.mongo.scan import QueryReader
@@ -683,67 +574,3 @@ def estimated_counts(settings: Settings, namespaces: Iterable[str]) -> dict[str,
         return {ns: reader.estimated_count(ns) for ns in namespaces}
     finally:
         client.close()
-
-
-# --- replication and failover -------------------------------------------------------------
-
-
-def replication_cluster(settings: Settings, role: str) -> Cluster:
-    """The ``source`` (``src.kafka.*``) or ``target`` (``dest.kafka.*``) cluster of ``replicate``/``failover``."""
-    from mongocdc.replication.clients import Cluster
-
-    timeout_s = request_timeout_s(settings)
-    if role == "source":
-        settings.require("src.kafka.bootstrap.servers")
-        return Cluster(settings.src_kafka_client, role="source", prefix="src.kafka.", timeout_s=timeout_s)
-    settings.require("dest.kafka.bootstrap.servers")
-    return Cluster(settings.dest_kafka_client, role="target", prefix="dest.kafka.", timeout_s=timeout_s)
-
-
-def replicator(settings: Settings, *, shutdown_timeout_s: float = 30.0) -> Replicator:
-    """A ``Replicator`` from ``settings`` (not started: ``run`` connects, with the ``connect.*`` retries)."""
-    from mongocdc.replication.mirror import Replicator, ReplicatorOptions
-
-    settings.require("src.kafka.bootstrap.servers", "dest.kafka.bootstrap.servers")
-    options = ReplicatorOptions(
-        name=settings.name,
-        group_id=settings.src_consumer_group_id or settings.name,
-        topics=settings.topics,
-        topics_exclude=settings.topics_exclude,
-        groups=settings.groups,
-        groups_exclude=settings.groups_exclude,
-        rename_format=settings.topic_rename_format,
-        provenance=settings.provenance_header_enable,
-        syncs_topic=settings.offset_syncs_topic,
-        checkpoints_topic=settings.checkpoints_topic,
-        source_alias=settings.source_cluster_alias,
-        target_alias=settings.target_cluster_alias,
-        flush_interval_s=settings.replication_flush_interval_ms / 1000,
-        checkpoint_interval_s=float(settings.emit_checkpoints_interval_seconds),
-        refresh_interval_s=float(settings.refresh_topics_interval_seconds),
-        replication_factor=settings.replication_factor,
-        batch_size=settings.max_batch_size,
-        poll_timeout_s=min(settings.poll_interval_ms, 1000) / 1000,
-        shutdown_timeout_s=shutdown_timeout_s,
-        backoff=backoff(settings),
-    )
-    return Replicator(replication_cluster(settings, "source"), replication_cluster(settings, "target"), options)
-
-
-def failover_translator(settings: Settings) -> Translator:
-    """A ``Translator`` for ``failover translate``: the target is required, the source may be absent or down."""
-    from mongocdc.replication.failover import TranslateOptions, Translator
-
-    options = TranslateOptions(
-        syncs_topic=settings.offset_syncs_topic,
-        checkpoints_topic=settings.checkpoints_topic,
-        rename_format=settings.topic_rename_format,
-        source_alias=settings.source_cluster_alias,
-        topics=settings.topics,
-        topics_exclude=settings.topics_exclude,
-        source_timeout_s=request_timeout_s(settings),
-        backoff=backoff(settings),
-    )
-    target = replication_cluster(settings, "target")
-    source = replication_cluster(settings, "source") if settings.src_kafka_bootstrap_servers else None
-    return Translator(source, target, options)

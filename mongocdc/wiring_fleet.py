@@ -1,10 +1,11 @@
 """Builds a worker of a group (``group.id``) from ``Settings``: ``mongocdc/engine/fleet.py`` over ``kafka/group.py``.
 
-Kept apart from ``wiring.py`` (whose factories it uses) so that group mode stays one module. What a task is made
-of is decided here, per task, when the worker takes it: a MongoDB client of its source partition, a producer
-(``KafkaSink``) and an offset store whose transactional producer has the task's own ``transactional.id``
-(``mongocdc-offsets-<connector>-<partition>``), which fences the task's previous owner; all of it is released
-when the worker gives the task up. (A task's exactly-once producer belongs there as well.)
+Kept apart from ``wiring.py`` (whose factories it uses) so that group mode stays one module. The deployment and
+its source partitions come from ``wiring_plan.connector_plan``, as ``wiring.connector``'s do; a task is built when
+the worker takes it, by ``ConnectorPlan.open_source`` and ``ConnectorPlan.task``: a MongoDB client of its source
+partition, a producer (``KafkaSink``; under exactly-once delivery the task's transactional one) and an offset store
+whose transactional producer has the task's own ``transactional.id`` (``mongocdc-offsets-<connector>-<partition>``),
+which fences the task's previous owner; all of it is released when the worker gives the task up.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from mongocdc.engine.snapshot import ProgressCallback
     from mongocdc.engine.streaming import StreamStats
     from mongocdc.kafka.group import TasksTopic
-    from mongocdc.offsets.base import OffsetStore
     from mongocdc.sources.mongo.client import Client
 
 log = logging.getLogger("mongocdc.group")
@@ -115,123 +115,53 @@ def worker(
     """
     from mongocdc.engine.fleet import HeldTask, TaskGone, Worker
     from mongocdc.engine.metrics import Metrics
-    from mongocdc.errors import ConfigError
-    from mongocdc.kafka.group import GroupMember, StatusTopic, TasksTopic, check_connector
-    from mongocdc.sources.mongo.client import PrimaryWatch, connect
-    from mongocdc.sources.mongo.shards import replica_set_shards, shard_connection_string, shards_behind
-    from mongocdc.sources.mongo.topology import discover
+    from mongocdc.kafka.group import GroupMember, TasksTopic
+    from mongocdc.wiring_plan import TaskCommon, connector_plan
 
     group_id = settings.require("group.id")
     envelope = wiring.codec(settings)
     metrics = metrics or Metrics(settings.name)
+    common = TaskCommon(envelope, metrics, wiring.exactly_once(settings), on_status, on_progress)
     with contextlib.ExitStack() as resources:
-        seed = wiring.mongo_client(settings)
-        resources.callback(seed.close)
-        topology = discover(seed)
-        topology.require_change_streams()
-        wiring.warn_unmatched_includes(settings, seed)
+        plan = resources.enter_context(connector_plan(settings))
+        wiring.warn_unmatched_includes(settings, plan.seed)
         # The offset topic exists (created compacted) before a task needs it, and registering the connector's own
         # transactional id fences an instance of it started without group.id (the tasks have ids of their own).
         wiring.offset_store(settings, owner=True).close()
         checker = wiring.kafka_sink(settings)
         try:
-            if not settings.record_format.transforms:  # a transform may rename them: checked at their first record
-                checker.require_topics(wiring.start_topics(settings, seed))
+            plan.require_start_topics(checker)
         finally:
             checker.close()
-        shards = shards_behind(seed) if settings.mongodb_connection_mode == "replica_set" else []
-        per_shard = bool(shards)
-        partitions = sorted(str(shard.replica_set) for shard in shards) if per_shard else [topology.partition]
+        partitions = plan.partitions
         topic = tasks_topic(settings)
         tasks = TasksTopic(
             settings.kafka_client, topic, group_id=group_id, timeout_s=wiring.request_timeout_s(settings)
         )
-        if not tasks.create(settings.name, partitions):
-            defined = tasks.definitions()
-            for definition in defined.values():
-                check_connector(definition, settings.name, topic)
-            if not defined:  # its creator stopped before defining the tasks: define them (the same definitions)
-                tasks.define(settings.name, partitions)
-            active = sorted(d.partition for d in defined.values() if not d.removed)
-            if defined and not per_shard and active != partitions:
-                raise ConfigError(
-                    f"the tasks topic {topic} of group {group_id!r} defines the tasks {', '.join(active) or 'none'}, "
-                    f"but this configuration captures {', '.join(partitions)} (mongodb.connection.mode="
-                    f"{settings.mongodb_connection_mode}): the workers of a group must run the same configuration",
-                    hint="run every worker with the same configuration; to change how the cluster is captured, "
-                    "give the group a new group.id (or delete the tasks topic while no worker runs)",
-                )
-        timeout_s = wiring.request_timeout_s(settings)
-        statuses = StatusTopic(settings.kafka_client, status_topic(settings), group_id=group_id, timeout_s=timeout_s)
-        statuses.ensure()
-        resources.callback(statuses.close)
+        _define_tasks(settings, tasks, partitions, per_shard=plan.per_shard)
+        say = resources.enter_context(_task_states(settings))
         worker_id = worker_client_id(settings)
-
-        def say(index: int, partition: str, state: str, error: BaseException | None) -> None:
-            statuses.publish(
-                settings.name,
-                index,
-                {
-                    "state": state,
-                    "partition": partition,
-                    "worker_id": worker_id,
-                    "trace": None if error is None else f"{type(error).__name__}: {error}",
-                    "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
-                },
-            )
-
         log.info(
             "worker of group %s for connector %r: %s, tasks in %s",
             group_id,
             settings.name,
             f"one task per shard replica set ({', '.join(partitions)})"
-            if per_shard
-            else f"one task ({topology.kind.replace('_', ' ')} {topology.partition})",
+            if plan.per_shard
+            else f"one task ({plan.topology.kind.replace('_', ' ')} {plan.topology.partition})",
             topic,
         )
 
         def build(index: int, partition: str, stop_task: threading.Event) -> HeldTask:
             with contextlib.ExitStack() as held:
-                watch = PrimaryWatch()
-                if per_shard:
-                    shard = next((s for s in replica_set_shards(seed) if str(s.replica_set) == partition), None)
-                    if shard is None:
-                        raise TaskGone(f"shard replica set {partition} is not in the cluster's shard list")
-                    assert settings.mongodb_connection_string is not None
-                    client = connect(
-                        shard_connection_string(settings.mongodb_connection_string, shard),
-                        wiring.backoff(settings),
-                        client_options=wiring.client_options(settings),
-                        event_listeners=[watch],
-                    )
-                    rs: str | None = str(shard.replica_set)
-                else:
-                    client = wiring.mongo_client(settings, listeners=[watch])
-                    rs = topology.replica_set
-                held.callback(client.close)
+                source = plan.open_source(partition, held)
+                if source is None:
+                    raise TaskGone(f"shard replica set {partition} is not in the cluster's shard list")
                 # the task's own transactional.id: registering it fences the worker that held the task before
+                # (an exactly-once task's transactional sink fences the last owner's too)
                 store = wiring.offset_store(settings, owner=True, task=partition)
                 held.callback(store.close)
-                task_store: OffsetStore = store
-                if wiring.exactly_once(settings):  # the task's transactional sink fences the last owner's too
-                    sink, task_store = wiring.exactly_once_task(settings, store, partition, metrics)
-                else:
-                    sink = wiring.kafka_sink(settings)
-                held.callback(sink.close)
-                task = wiring.connector_task(
-                    settings,
-                    client,
-                    rs,
-                    partition,
-                    watch,
-                    sink=sink,
-                    store=task_store,
-                    envelope=envelope.for_task(index),  # the taskId header: the task's number in the group
-                    stop=stop_task,
-                    on_status=on_status,
-                    on_progress=on_progress,
-                    metrics=metrics,
-                )
+                # index: the taskId header is the task's number in the group
+                task = plan.task(source, index, common, store=store, stop=stop_task, resources=held)
                 held.callback(metrics.forget_partition, partition)  # the next owner reports the task now
                 return HeldTask(task, held.pop_all().close)
 
@@ -246,7 +176,7 @@ def worker(
                 timeout_s=wiring.request_timeout_s(settings),
             )
 
-        keeper = ShardListKeeper(settings, seed, tasks) if per_shard else None
+        keeper = ShardListKeeper(settings, plan.seed, tasks) if plan.per_shard else None
         yield Worker(
             member,
             build,
@@ -257,6 +187,61 @@ def worker(
             on_task_state=say,
             settle_s=settings.group_settle_ms / 1000,
         )
+
+
+def _define_tasks(settings: Settings, tasks: TasksTopic, partitions: list[str], *, per_shard: bool) -> None:
+    """Create the tasks topic with one task per source partition, or check the one there: the same connector, and
+    (one partition) the same partition; a topic whose creator stopped before defining the tasks gets them."""
+    from mongocdc.errors import ConfigError
+    from mongocdc.kafka.group import check_connector
+
+    if tasks.create(settings.name, partitions):
+        return
+    group_id, topic = settings.require("group.id"), tasks.topic
+    defined = tasks.definitions()
+    for definition in defined.values():
+        check_connector(definition, settings.name, topic)
+    if not defined:  # its creator stopped before defining the tasks: define them (the same definitions)
+        tasks.define(settings.name, partitions)
+    active = sorted(d.partition for d in defined.values() if not d.removed)
+    if defined and not per_shard and active != partitions:
+        raise ConfigError(
+            f"the tasks topic {topic} of group {group_id!r} defines the tasks {', '.join(active) or 'none'}, "
+            f"but this configuration captures {', '.join(partitions)} (mongodb.connection.mode="
+            f"{settings.mongodb_connection_mode}): the workers of a group must run the same configuration",
+            hint="run every worker with the same configuration; to change how the cluster is captured, "
+            "give the group a new group.id (or delete the tasks topic while no worker runs)",
+        )
+
+
+@contextlib.contextmanager
+def _task_states(settings: Settings) -> Iterator[Callable[[int, str, str, BaseException | None], None]]:
+    """The status topic (created when absent) and what the worker calls to say a task's state there."""
+    from mongocdc.kafka.group import StatusTopic
+
+    timeout_s = wiring.request_timeout_s(settings)
+    group_id = settings.require("group.id")
+    statuses = StatusTopic(settings.kafka_client, status_topic(settings), group_id=group_id, timeout_s=timeout_s)
+    statuses.ensure()
+    worker_id = worker_client_id(settings)
+
+    def say(index: int, partition: str, state: str, error: BaseException | None) -> None:
+        statuses.publish(
+            settings.name,
+            index,
+            {
+                "state": state,
+                "partition": partition,
+                "worker_id": worker_id,
+                "trace": None if error is None else f"{type(error).__name__}: {error}",
+                "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            },
+        )
+
+    try:
+        yield say
+    finally:
+        statuses.close()
 
 
 def group_status(settings: Settings) -> dict[str, Any]:

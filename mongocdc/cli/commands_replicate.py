@@ -73,12 +73,12 @@ def failover_translate(
     translated (warned, and --apply refuses). Works with the source cluster unreachable, from the
     checkpoints `replicate` keeps on the target. Never past a record the group has not consumed.
     """
-    from mongocdc import wiring
+    from mongocdc import wiring_replication
 
     if apply and dry_run:
         raise typer.BadParameter("give --apply (write the offsets) or --dry-run (only check and show), not both")
     settings = state(ctx).settings()
-    translator = wiring.failover_translator(settings)
+    translator = wiring_replication.failover_translator(settings)
     try:
         report = translator.translate(group)
         if apply or dry_run:
@@ -126,7 +126,7 @@ def replicate(
     records that came from the target are never copied back (active/active). A stop takes at most
     --shutdown-timeout, even with the target down (exit 4 when it did not acknowledge everything).
     """
-    from mongocdc import wiring
+    from mongocdc import wiring_replication
     from mongocdc.replication.status import StatusGate
 
     settings = state(ctx).settings()
@@ -142,7 +142,7 @@ def replicate(
         else:
             log.info("%s", status_line(stats, new))
 
-    replicator = wiring.replicator(settings, shutdown_timeout_s=shutdown_timeout)
+    replicator = wiring_replication.replicator(settings, shutdown_timeout_s=shutdown_timeout)
     with stopper.installed():
         try:
             stats = replicator.run(stopper.event, on_status, status_interval)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 
 from mongocdc.cli import render
-from mongocdc.cli.commands_offsets import missing_store
 from mongocdc.cli.commands_signal import ChannelOpt, CollectionsOpt, FilterOpt
 from mongocdc.cli.graceful_stop import GracefulStop
 from mongocdc.cli.metrics_server import serve_metrics
@@ -41,6 +40,7 @@ def wait_for_incremental(settings: Settings, signal_id: str, stop: Any, *, timeo
     """
     from mongocdc import wiring
     from mongocdc.engine.snapshot import CollectionReport, SnapshotReport
+    from mongocdc.offsets.edits import missing_store
 
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     seen = False

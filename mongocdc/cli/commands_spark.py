@@ -1,6 +1,7 @@
 """``mongocdc spark run|status``: the downstream PySpark job that turns CDC topics into tables.
 
-``run`` has ``JobOptions.from_cli`` check its flags and build the job's options from them and
+``run``'s options are declared once, in ``mongocdc.spark.run_flags`` (``with_run_flags`` makes them its Typer
+options); it has ``JobOptions.from_cli`` check its flags and build the job's options from them and
 the config file (``topic.prefix``, ``kafka.bootstrap.servers`` and the other ``kafka.*`` client
 settings), then launches the job in this process or through ``spark-submit``
 (``mongocdc.spark.launcher``); pyspark is imported only once the job starts. ``status`` reads the
@@ -9,11 +10,13 @@ checkpoint without starting Spark.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import os
 import sys
-from pathlib import Path
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,38 +24,52 @@ from mongocdc.cli import render
 from mongocdc.cli.options import OutputLinesOpt, OutputOpt, examples, settings_flags
 from mongocdc.cli.state import LogFormat, LogLevel, Output, state
 from mongocdc.errors import UsageError
-from mongocdc.spark.options import (
-    DEFAULT_CHECKPOINT,
-    DEFAULT_DELETE_RETENTION,
-    JobOptions,
-    StartingOffsets,
-    TableFormat,
-    default_checkpoint,
-    parse_pairs,
-    split_list,
-)
+from mongocdc.spark.options import DEFAULT_CHECKPOINT, JobOptions, default_checkpoint, parse_pairs
+from mongocdc.spark.run_flags import CHECKPOINT, RUN_FLAGS, Flag
+
+if TYPE_CHECKING:
+    from mongocdc.spark.installation import SparkHome
 
 log = logging.getLogger("mongocdc.cli.spark")
 
-WarehouseOpt = Annotated[
-    str,
-    typer.Option(
-        "--warehouse",
-        metavar="PATH",
-        help="Where the tables go: a local directory or any Hadoop filesystem URI (hdfs://, s3a://, abfss://…); "
-        "one table per collection at <warehouse>/<db>/<collection>.",
-    ),
-]
-CheckpointOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--checkpoint",
-        metavar="PATH",
-        help="Checkpoint directory of the streaming query: a restarted job continues after the last applied batch. "
-        f"Default: <warehouse>/{DEFAULT_CHECKPOINT}.",
-        show_default=False,
-    ),
-]
+
+def option_info(flag: Flag) -> Any:
+    """The ``typer.Option`` of one of ``spark run``'s options (``spark/run_flags``)."""
+    return typer.Option(*flag.decls, help=flag.help, metavar=flag.metavar, min=flag.min, show_default=flag.show_default)
+
+
+def typer_option(flag: Flag) -> Any:
+    """The Typer declaration of one of ``spark run``'s options: its type and ``option_info``."""
+    return Annotated[flag.kind | None if flag.optional else flag.kind, option_info(flag)]
+
+
+def with_run_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """``command(ctx, flags, …)`` as a command whose options are ``RUN_FLAGS`` (after ``ctx``, before its others):
+    it receives their values as the mapping ``flags``, by ``Flag.param``."""
+    signature = inspect.signature(command, eval_str=True)
+    ctx, _flags, *rest = signature.parameters.values()
+    declared = [
+        inspect.Parameter(
+            flag.param,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if flag.required else flag.default,
+            annotation=typer_option(flag),
+        )
+        for flag in RUN_FLAGS
+    ]
+
+    @functools.wraps(command)
+    def with_flags(**kwargs: Any) -> None:
+        flags = {flag.param: kwargs.pop(flag.param) for flag in RUN_FLAGS}
+        command(flags=flags, **kwargs)
+
+    with_flags.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[ctx, *declared, *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in rest)]
+    )
+    return with_flags
+
+
+CheckpointOpt = Annotated[str | None, option_info(CHECKPOINT)]
 
 
 def _render_run(output: Output, result: dict[str, Any], warehouse: str) -> None:
@@ -97,238 +114,28 @@ spark_app = typer.Typer(
     ),
 )
 @settings_flags("kafka.bootstrap.servers", "topic.prefix")
-def spark_run(
-    ctx: typer.Context,
-    warehouse: WarehouseOpt,
-    topics: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--topics",
-            metavar="TOPIC[,TOPIC…]",
-            help="CDC topics to read (repeat, or comma-separate). Default: every <topic.prefix>.* topic.",
-            show_default=False,
-        ),
-    ] = None,
-    topic_pattern: Annotated[
-        str | None,
-        typer.Option(
-            "--topic-pattern",
-            metavar="REGEX",
-            help="Read every topic whose whole name matches, now or later (e.g. 'dbserver1\\..*').",
-            show_default=False,
-        ),
-    ] = None,
-    checkpoint: CheckpointOpt = None,
-    once: Annotated[
-        bool,
-        typer.Option("--once", help="Apply every record there is now, then stop (a batch run: availableNow)."),
-    ] = False,
-    trigger_interval: Annotated[
-        str | None,
-        typer.Option(
-            "--trigger-interval",
-            metavar="DURATION",
-            help="Start a micro-batch at most this often, e.g. '30 seconds'. Default: as soon as the last ends.",
-            show_default=False,
-        ),
-    ] = None,
-    table_format: Annotated[
-        TableFormat,
-        typer.Option(
-            "--format",
-            help="Table format: delta (Delta Lake, MERGE), parquet (versioned directories), or auto (delta when "
-            "delta-spark is installed).",
-        ),
-    ] = TableFormat.auto,
-    changelog: Annotated[
-        bool,
-        typer.Option(
-            "--changelog",
-            help="Also append every change event to <warehouse>/_changelog/<db>/<collection>.",
-        ),
-    ] = False,
-    columns: Annotated[
-        str | None,
-        typer.Option(
-            "--columns",
-            metavar="SCHEMA",
-            help="Project the document to typed columns: 'name:string,qty:int' or Spark DDL "
-            "('name STRING, qty INT'). Default: one JSON string column, document.",
-            show_default=False,
-        ),
-    ] = None,
-    schema_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--schema-file",
-            metavar="FILE",
-            help="Like --columns, from a file holding Spark DDL or a Spark JSON schema.",
-            show_default=False,
-        ),
-    ] = None,
-    starting_offsets: Annotated[
-        StartingOffsets,
-        typer.Option(
-            "--starting-offsets",
-            help="Where a new checkpoint starts in each topic (a restarted job always continues from its checkpoint).",
-        ),
-    ] = StartingOffsets.earliest,
-    max_offsets_per_trigger: Annotated[
-        int | None,
-        typer.Option(
-            "--max-offsets-per-trigger",
-            min=1,
-            metavar="N",
-            help="Read at most N records per micro-batch (over all partitions).",
-            show_default=False,
-        ),
-    ] = None,
-    min_partitions: Annotated[
-        int | None,
-        typer.Option(
-            "--min-partitions",
-            min=0,
-            metavar="N",
-            help="Read each micro-batch in at least N Spark tasks, splitting large Kafka partitions, so a "
-            "topic with fewer partitions than cores still uses every core. Default: 3 per core of the job; "
-            "0: one task per Kafka partition.",
-            show_default=False,
-        ),
-    ] = None,
-    delete_retention: Annotated[
-        str,
-        typer.Option(
-            "--delete-retention",
-            metavar="DURATION",
-            help="Keep each deleted key's marker at least this long after the delete, in source time (7d, 36h, "
-            "90m, 30s, 500ms, or forever). A replay of older changes that arrives after its marker went can bring "
-            "the document back until the delete is replayed too: keep it above the topics' retention to be safe.",
-        ),
-    ] = DEFAULT_DELETE_RETENTION,
-    kafka_option: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--kafka-option",
-            metavar="KEY=VALUE",
-            help="Java Kafka client property for the Spark job (repeat), e.g. sasl.jaas.config=…; added to those "
-            "translated from the config's kafka.* settings.",
-            show_default=False,
-        ),
-    ] = None,
-    master: Annotated[
-        str,
-        typer.Option(
-            "--master",
-            help="Spark master: local[*], local[N], spark://HOST:PORT, yarn or k8s://URL. A non-local master "
-            "runs through spark-submit.",
-        ),
-    ] = "local[*]",
-    conf: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--conf",
-            metavar="KEY=VALUE",
-            help="Spark configuration property (repeat), e.g. spark.executor.memory=4g; applied last.",
-            show_default=False,
-        ),
-    ] = None,
-    packages: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--packages",
-            metavar="GROUP:ARTIFACT:VERSION",
-            help="More Maven packages for the job (repeat, or comma-separate), resolved like the Kafka source.",
-            show_default=False,
-        ),
-    ] = None,
-    jars: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--jars",
-            metavar="JAR[,JAR…]",
-            help="Use these jars instead of resolving the Kafka source and Delta from Maven (offline clusters).",
-            show_default=False,
-        ),
-    ] = None,
-    submit: Annotated[
-        bool,
-        typer.Option("--submit", help="Run through spark-submit even on a local master (default: in-process)."),
-    ] = False,
-    deletion_vectors: Annotated[
-        bool,
-        typer.Option(
-            "--deletion-vectors/--no-deletion-vectors",
-            help="Create Delta tables with deletion vectors (a MERGE marks the rows it replaces instead of "
-            "rewriting their files; readers need Delta 2.3+ or another engine that supports them). "
-            "--no-deletion-vectors: tables any Delta reader can read. Applies to tables the job creates.",
-        ),
-    ] = True,
-    ui: Annotated[
-        bool,
-        typer.Option(
-            "--ui",
-            help="Start the Spark UI (off by default: spark.ui.enabled=false; --conf spark.ui.enabled=true is the "
-            "same). Its address is logged when Spark has started.",
-        ),
-    ] = False,
-    dry_run: Annotated[
-        bool,
-        typer.Option("--dry-run", help="Print the exact spark-submit command line and do nothing."),
-    ] = False,
-    query_name: Annotated[
-        str, typer.Option("--query-name", help="Name of the streaming query (Spark UI, logs, status).")
-    ] = "mongocdc",
-    output: OutputLinesOpt = Output.table,
-) -> None:
+@with_run_flags
+def spark_run(ctx: typer.Context, flags: Mapping[str, Any], output: OutputLinesOpt = Output.table) -> None:
     """Run the Spark job that keeps one table per collection up to date (latest document per key)."""
-    from mongocdc.spark import installation, launcher
+    from mongocdc.spark import launcher
 
-    conf_pairs = parse_pairs(conf or (), "--conf")
-    options = JobOptions.from_cli(
-        state(ctx).settings,
-        warehouse=warehouse,
-        checkpoint=checkpoint,
-        topics=topics or (),
-        topic_pattern=topic_pattern,
-        once=once,
-        trigger_interval=trigger_interval,
-        changelog=changelog,
-        columns=columns,
-        schema_file=schema_file,
-        starting_offsets=starting_offsets,
-        max_offsets_per_trigger=max_offsets_per_trigger,
-        min_partitions=min_partitions,
-        delete_retention=delete_retention,
-        kafka_options=kafka_option or (),
-        query_name=query_name,
+    invocation = state(ctx)
+    conf = parse_pairs(flags["conf"] or (), "--conf")
+    options = JobOptions.from_cli(invocation.settings, flags)
+    plan = launcher.LaunchPlan.from_cli(
+        options,
+        flags,
+        conf=conf,
+        spark_home=_spark_home(),
+        spark_log_level="INFO" if invocation.log_level is LogLevel.debug else "ERROR",
+        json_logs=invocation.log_format is LogFormat.json,
     )
-    spark_home = None
-    if installation.frozen():  # the single binary: no pyspark here, the job runs where Spark is
-        found = installation.find(os.environ)
-        if isinstance(found, installation.SparkPython):
-            raise typer.Exit(installation.hand_over(found, sys.argv[1:], os.environ))
-        spark_home = found
-    plan = launcher.LaunchPlan(
-        spark_home=spark_home,
-        options=options,
-        master=master,
-        conf=conf_pairs,
-        packages=split_list(packages or ()),
-        jars=split_list(jars or ()),
-        submit=submit,
-        requested_format=table_format,
-        spark_log_level="INFO" if state(ctx).log_level is LogLevel.debug else "ERROR",
-        json_logs=state(ctx).log_format is LogFormat.json,
-        ui=ui,
-        deletion_vectors=deletion_vectors,
-    )
-    if dry_run:
-        plan, spark_packages = launcher.prepare(plan)
-        command = launcher.submit_command(plan, launcher.plan_conf(plan, spark_packages))
+    if flags["dry_run"]:
+        command = launcher.dry_run_command(plan)
         if output is Output.json:
-            render.print_json({"status": "dry run", "command": launcher.printable(command)})
+            render.print_json({"status": "dry run", "command": command})
         else:
-            typer.echo(launcher.printable(command))
+            typer.echo(command)
         return
 
     def on_progress(report: dict[str, Any]) -> None:
@@ -337,6 +144,20 @@ def spark_run(
 
     result = launcher.launch(plan, on_progress=on_progress)
     _render_run(output, result, plan.options.warehouse)
+
+
+def _spark_home() -> SparkHome | None:
+    """Where the single binary, which has no pyspark, runs the job (``None``: here, or through the installed
+    pyspark's ``spark-submit``); a Python with the spark extra found instead runs the command itself, and its
+    exit code is this one's."""
+    from mongocdc.spark import installation
+
+    if not installation.frozen():
+        return None
+    found = installation.find(os.environ)
+    if isinstance(found, installation.SparkPython):
+        raise typer.Exit(installation.hand_over(found, sys.argv[1:], os.environ))
+    return found
 
 
 @spark_app.command(

@@ -7,9 +7,9 @@ import logging
 import signal
 import threading
 from collections.abc import Iterator
-from types import FrameType
 
 from mongocdc.errors import ExitCode
+from mongocdc.signals import on_stop_signals
 
 log = logging.getLogger("mongocdc")
 
@@ -21,21 +21,17 @@ class GracefulStop:
         self.event = threading.Event()
         self.signal: int | None = None
 
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
+    def _handle(self, signum: signal.Signals) -> None:
         if self.signal is None:
-            log.info("received %s: stopping after the events in flight are acknowledged", signal.Signals(signum).name)
-            self.signal = signum
+            log.info("received %s: stopping after the events in flight are acknowledged", signum.name)
+            self.signal = int(signum)
         self.event.set()
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
         """Handle SIGTERM and SIGINT inside the block; the previous handlers come back after it."""
-        previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-        try:
+        with on_stop_signals(self._handle):
             yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
     @property
     def exit_code(self) -> int:

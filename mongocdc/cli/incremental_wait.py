@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongocdc.cli.progress import SnapshotProgressView
 from mongocdc.engine.snapshot import CollectionReport, SnapshotReport
-from mongocdc.sinks.kafka.notifications import (
+from mongocdc.events.notifications import (
     CURRENT_COLLECTION_IN_PROGRESS,
     DATA_COLLECTIONS,
     INCREMENTAL_SNAPSHOT,

@@ -19,14 +19,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Protocol
 
 import bson
 from bson.raw_bson import RawBSONDocument
 
-from mongocdc.engine.acks import AckTracker
-from mongocdc.engine.exactly_once import TransactionBoundary, is_transactional
+from mongocdc.engine.checkpoint import Checkpointer
+from mongocdc.engine.exactly_once import TransactionBoundary
 from mongocdc.engine.metrics import Metrics
 from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.engine.streaming import Sink
@@ -50,10 +49,6 @@ class Scanner(Protocol):
     def estimated_count(self) -> int: ...
 
     def chunks(self, start: ScanPosition | None = None) -> Iterator[Chunk]: ...
-
-
-def _never() -> bool:
-    return False
 
 
 SCANNING_OTHER_ID_TYPES = "checking the remaining _id types"
@@ -195,24 +190,32 @@ class SnapshotRunner:
         self._clock = clock
         self._wall_ms = wall_clock_ms
         self._lock = threading.Lock()
-        self._tracker: AckTracker[SourceOffset] = AckTracker()
+        """Guards the progress; exactly once, also each document's produce against a commit (the checkpointer's)."""
+        self._checkpointer = Checkpointer(
+            store,
+            options.connector,
+            options.partition,
+            sink,
+            flush_interval_s=options.flush_interval_s,
+            boundary=options.transaction_boundary,
+            clock=clock,
+            transaction_offset=self._transaction_offset,
+            lock=self._lock,
+            log=log,
+        )
+        """Commits the progress after each chunk end (exactly once, after each document): when, and which."""
         self._resume = Position(0, 0)
         """Where streaming resumes once the snapshot completed (the offset's position meanwhile)."""
         self._state: SnapshotState | None = None
-        self._last_committed: SourceOffset | None = None
         self.report = SnapshotReport()
         self.metrics = metrics or Metrics(options.connector)
         self._rows_reported: dict[str, int] = {}
         self._done_reported: set[str] = set()
         self._since_check = 0
         self._started = clock()
-        self._transactional = store if is_transactional(store) else None
-        """The store when its commits are Kafka transactions of the sink's records (``exactly.once.support``)."""
         self._exact: dict[str, tuple[_Held, int]] = {}
         """Exactly once: per collection, the last document produced since its last registered chunk end, and the
         collection's documents counting it; a commit stores the scan right after it."""
-        self._transaction_records = 0
-        self._transaction_began = clock()
         self._scanners: dict[str, Scanner] = {}
         self._estimates_asked = False
 
@@ -244,7 +247,7 @@ class SnapshotRunner:
         self._since_check += 1
         if self._since_check >= 256:
             self._since_check = 0
-            while self._tracker.in_flight >= self.options.max_in_flight and not self.stop.is_set():
+            while self._checkpointer.in_flight >= self.options.max_in_flight and not self.stop.is_set():
                 self.sink.poll(0.05)
         event = self._event(namespace, held.document, marker, held.read_ns)
         topic = self.codec.topic(event)
@@ -254,35 +257,32 @@ class SnapshotRunner:
         else:
             key, value = self.codec.key(event), self.codec.value(event, self._wall_ms())
         converted = written is not None
-        tracker = self._tracker
-        if self._transactional is None:
-            seq = tracker.issue()
-            queued = self.sink.produce(
-                topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq), converted=converted
-            )
-            if queued is False:  # dropped by the connector's transforms
-                self.metrics.record_skipped(self.options.partition, "transform")
+        checkpointer = self._checkpointer
+        if not checkpointer.transactional:
+            self._send(topic, key, value, converted)
             return
         # Exactly once: a commit (which holds this lock) covers exactly the documents produced before it.
         with self._lock:
-            seq = tracker.issue()
-            queued = self.sink.produce(
-                topic, key, value, headers=self.codec.headers, on_ack=partial(tracker.acked, seq), converted=converted
-            )
-            if queued is False:  # dropped by the connector's transforms
-                self.metrics.record_skipped(self.options.partition, "transform")
+            self._send(topic, key, value, converted)
             self._exact[namespace] = (held, documents)
-            self._transaction_records += 1
-            due = self._transaction_records >= self.options.transaction_boundary.max_records
-        if due and self.options.transaction_boundary.mode == "poll":
-            self._commit_transaction()
+            full = checkpointer.full()
+        if full:
+            checkpointer.commit()
+
+    def _send(self, topic: str, key: bytes, value: bytes, converted: bool) -> None:
+        """Hand one record to the producer, numbered for the checkpointer."""
+        queued = self.sink.produce(
+            topic, key, value, headers=self.codec.headers, on_ack=self._checkpointer.record(), converted=converted
+        )
+        if queued is False:  # dropped by the connector's transforms
+            self.metrics.record_skipped(self.options.partition, "transform")
 
     def _register(self, namespace: str, end: ScanPosition, documents: int, done: bool = False) -> None:
         """Everything of ``namespace`` up to ``end`` was handed to the producer."""
         with self._lock:
             assert self._state is not None
             self._state = self._state.with_collection(namespace, CollectionProgress(end, done, documents))
-            self._tracker.add_position(SourceOffset(self._resume, snapshot=self._state))
+            self._checkpointer.add(SourceOffset(self._resume, snapshot=self._state))
             self._exact.pop(namespace, None)
 
     # -- one collection ---------------------------------------------------------------
@@ -353,7 +353,7 @@ class SnapshotRunner:
             self.options.max_threads,
             "thread" if self.options.max_threads == 1 else "threads",
         )
-        self._commit(SourceOffset(resume, snapshot=state))
+        self._checkpointer.commit_offset(SourceOffset(resume, snapshot=state))
         partition = self.options.partition
         self.metrics.snapshot_started(partition, dict.fromkeys(self.report.collections))
         for ns, c in self.report.collections.items():
@@ -375,7 +375,7 @@ class SnapshotRunner:
             self.report.phase = FINAL_FLUSH
             self._notify()
             self._finish({ns: held[ns] for ns in finished}, whole_snapshot=not interrupted)
-            self._flush_and_commit()
+            self._checkpointer.close(flush_transaction=False)  # exactly once, the transaction's commit flushes
             self.report.phase = ""
             if interrupted:
                 self._notify()
@@ -387,7 +387,7 @@ class SnapshotRunner:
             self.report.completed = all(c.done for c in self.report.collections.values())
         except BaseException:
             self.stop.set()
-            self._flush_and_commit(best_effort=True)
+            self._checkpointer.close_on_error()
             self._notify()
             self.metrics.snapshot_finished(partition, aborted=True)
             raise
@@ -416,7 +416,7 @@ class SnapshotRunner:
 
     def _supervise(self, futures: Mapping[Future[tuple[bool, _Held | None]], str]) -> None:
         """Serve delivery reports, commit periodically and report progress while workers copy."""
-        next_commit = self._clock() + self.options.flush_interval_s
+        self._checkpointer.start_interval()
         remaining = set(futures)
         while remaining:
             done, _ = wait(remaining, timeout=self.options.progress_interval_s, return_when=FIRST_EXCEPTION)
@@ -429,16 +429,7 @@ class SnapshotRunner:
                     wait(remaining)
                     raise future.exception()  # type: ignore[misc]
             self.sink.poll(0)
-            if self._transactional is not None:
-                boundary = self.options.transaction_boundary
-                if self._clock() >= next_commit or boundary.due(
-                    self._transaction_records, _never, self._clock(), self._transaction_began
-                ):
-                    self._commit_transaction()
-                    next_commit = self._clock() + self.options.flush_interval_s
-            elif self._clock() >= next_commit:
-                self._commit(self._tracker.committable())
-                next_commit = self._clock() + self.options.flush_interval_s
+            self._checkpointer.tick()
             self._notify()
 
     def _finish(self, held: Mapping[str, _Held | None], *, whole_snapshot: bool) -> None:
@@ -459,42 +450,16 @@ class SnapshotRunner:
                 self._register(ns, ScanPosition(), 0, done=True)
                 self.report.collections[ns].done, self.report.collections[ns].phase = True, ""
 
-    def _flush_and_commit(self, best_effort: bool = False) -> None:
-        if self._transactional is not None:
-            if best_effort:  # failing: what was produced since the last commit is aborted
-                self._transactional.abort()
-            else:
-                self._commit_transaction()
-            return
-        try:
-            self.sink.flush(None if not best_effort else 5.0)
-        except Exception as exc:
-            if not best_effort:
-                raise
-            log.warning("could not flush Kafka while stopping the snapshot on an error: %s", exc)
-        self._commit(self._tracker.committable())
-
-    def _commit(self, offset: SourceOffset | None) -> None:
-        if offset is None or offset == self._last_committed:
-            return
-        self.store.commit(self.options.connector, self.options.partition, offset.to_record())
-        self._last_committed = offset
-
-    def _commit_transaction(self) -> None:
-        """Exactly once: commit the transaction with the offset that covers every document produced in it (the
-        scan of a collection right after its last document produced, where no chunk end was registered since)."""
-        with self._lock:
-            assert self._state is not None
-            state = self._state
-            for namespace, (held, documents) in self._exact.items():
-                after = held.chunk.position_after(held.document)
-                state = state.with_collection(namespace, CollectionProgress(after, False, documents))
-            offset = SourceOffset(self._resume, snapshot=state)
-            if self._transaction_records or offset != self._last_committed:
-                self.store.commit(self.options.connector, self.options.partition, offset.to_record())
-                self._last_committed = offset
-            self._transaction_records = 0
-            self._transaction_began = self._clock()
+    def _transaction_offset(self) -> SourceOffset:
+        """Exactly once: the offset that covers every document produced (the scan of a collection right after its
+        last document produced, where no chunk end was registered since). The checkpointer asks with ``_lock``
+        held, so no document is produced meanwhile."""
+        assert self._state is not None
+        state = self._state
+        for namespace, (held, documents) in self._exact.items():
+            after = held.chunk.position_after(held.document)
+            state = state.with_collection(namespace, CollectionProgress(after, False, documents))
+        return SourceOffset(self._resume, snapshot=state)
 
     def _notify(self) -> None:
         now = self._clock()
@@ -513,6 +478,6 @@ class SnapshotRunner:
             if c.done and ns not in self._done_reported:
                 self._done_reported.add(ns)
                 self.metrics.snapshot_collection_done(self.options.partition, ns)
-        self.metrics.set_in_flight(self._tracker.in_flight)
+        self.metrics.set_in_flight(self._checkpointer.in_flight)
         if self._on_progress is not None:
             self._on_progress(self.report)

@@ -23,21 +23,31 @@ Debezium's where both connectors have them (``sec``, ``ord``, ``resume_token``, 
 The engine hands these values around instead of records: the streaming loop registers one per stream
 item with the ``AckTracker`` (the snapshot runner one per chunk) and only the committed one is turned
 into a record, at commit.
+
+Below the type, what the offset commands share with it: a record read or described for a person
+(:func:`read_offset`, :func:`shown_record`, :func:`describe_offset`, :class:`OffsetChange`) and the
+positions an operator types, checked (:func:`parse_resume_token`, :func:`checked_epoch_seconds`): a bad
+one is a ``UsageError`` (exit 2) naming the option it came from.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import logging
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import bson
 
 from mongocdc.engine.incremental import IncrementalSnapshotState
 from mongocdc.engine.transactions import TransactionState
+from mongocdc.errors import UsageError
 from mongocdc.events.position import Position
 from mongocdc.events.snapshot import SnapshotState
 
@@ -261,3 +271,166 @@ class ServerOffsets:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
+
+
+# --- what the offset commands read, show and are given ------------------------------------
+
+
+MAX_TIMESTAMP_SECONDS: Final = 2**32 - 1
+"""The largest seconds of a cluster time: a BSON Timestamp's seconds are 32 bits."""
+_HEX = re.compile(r"(?:[0-9A-Fa-f]{2})+")
+
+
+def read_offset(record: Mapping[str, Any]) -> SourceOffset | str:
+    """A stored record read through ``SourceOffset``, or why it cannot be read.
+
+    Debezium's records read the same way: their position fields (``sec``, ``ord``, ``resume_token``,
+    ``initsync``) are the ones mongocdc's records share with them, and the rest is not looked at.
+    """
+    try:
+        return SourceOffset.from_record(record)
+    except ValueError as exc:
+        return str(exc)
+
+
+def shown_record(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A stored offset record as the operator sees it: its fields as stored, but the resume token as its
+    `_data` hex string (what MongoDB shows in a change event's `_id` and Debezium logs), not the stored
+    Base64 of its BSON. The store keeps its own form; a token that does not read is shown as stored."""
+    if record is None:
+        return None
+    shown = dict(record)
+    stored = shown.get(RESUME_TOKEN)
+    if isinstance(stored, str) and stored:
+        # not Base64 of BSON (Debezium 1.x wrote the hex `_data` itself): shown as it is
+        with contextlib.suppress(ValueError):
+            shown[RESUME_TOKEN] = Position(0, 0, decode_token(stored)).describe_token()
+    return shown
+
+
+def iso_seconds(seconds: int) -> str:
+    """Epoch seconds as ISO 8601 in UTC, ``Z`` for the zone."""
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def describe_offset(record: Mapping[str, Any] | None, missing: str) -> str:
+    """One line for a person: ``sec=… (time) ord=… token=…``; ``missing`` when there is no offset."""
+    if record is None:
+        return missing
+    offset = read_offset(record)
+    if isinstance(offset, str):
+        return f"unreadable ({offset})"
+    sec = offset.position.sec
+    when = f" ({iso_seconds(sec)})" if 0 < sec <= MAX_TIMESTAMP_SECONDS else ""
+    token = offset.position.describe_token() if offset.position.resume_token else "none"
+    extra = " initsync" if offset.snapshot is not None else ""
+    return f"sec={sec}{when} ord={offset.position.ord} token={token}{extra}"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetChange:
+    """What happens to one source partition's stored offset."""
+
+    partition: str
+    action: str
+    """``deleted``, ``moved`` (to a time), ``set`` (to a resume token), ``imported`` or ``exported``."""
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+    def to_dict(self, connector: str) -> dict[str, Any]:
+        return {
+            "connector": connector,
+            "partition": self.partition,
+            "action": self.action,
+            "before": shown_record(self.before),
+            "after": shown_record(self.after),
+        }
+
+    def described(self) -> tuple[str, str]:
+        """Before and after, each in one line for a person (``describe_offset``)."""
+        return describe_offset(self.before, "no offset"), describe_offset(self.after, "deleted")
+
+
+def checked_epoch_seconds(milliseconds: int, value: str, now: datetime | None = None) -> int:
+    """The whole seconds of ``--to-timestamp`` ``value`` (``milliseconds``, as parsed); a ``UsageError`` (exit 2)
+    when they are out of a cluster time's range or in the future (after ``now``).
+
+    Fractions of a second are dropped, so the position is never after the time asked for.
+    """
+    seconds = milliseconds // 1000
+    current = int((now or datetime.now(UTC)).timestamp())
+    if seconds < 1 or seconds > MAX_TIMESTAMP_SECONDS:
+        raise UsageError(
+            f"--to-timestamp {value!r} is out of range (epoch seconds from 1 to {MAX_TIMESTAMP_SECONDS})",
+            hint="a bare number is epoch seconds: give milliseconds with their unit (1795687200000ms), "
+            "or ISO 8601 (2026-11-26T10:00:00Z)",
+        )
+    if seconds > current:
+        raise UsageError(
+            f"--to-timestamp {value!r} ({iso_seconds(seconds)}) is in the future: every change until then would "
+            "be skipped",
+            hint="give a past time: ISO 8601 (2026-11-26T10:00:00Z), 1795687200s or 1795687200000ms",
+        )
+    return seconds
+
+
+def parse_resume_token(text: str) -> dict[str, Any]:
+    """The token document of ``--resume-token``.
+
+    Accepted: the ``_data`` hex string MongoDB shows (and ``offsets show`` prints), the document as
+    extended JSON, or the stored form (Base64 of the BSON document, as Debezium stores it and Kafka
+    Connect's ``GET /connectors/<name>/offsets`` shows it).
+    A string of hex digits is always taken as ``_data``. Every form is checked to be a change stream
+    token: its ``_data`` starts with the cluster time (byte 0x82, a KeyString timestamp, as MongoDB and
+    Debezium write it); anything else is a ``UsageError`` (exit 2) saying what a token looks like.
+    """
+    from bson import json_util
+    from bson.binary import Binary
+
+    hint = (
+        "a resume token's `_data` is hex starting with 82 (its cluster time), e.g. 8263A1B2C3000000012B…; "
+        "pass the `_data` string of a change event's `_id` (hex digits, as mongosh shows it), the whole token "
+        'as extended JSON, e.g. \'{"_data": "8263…"}\', or the stored Base64 form Kafka Connect shows for Debezium'
+    )
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        if _HEX.fullmatch(stripped):
+            return _checked_token({"_data": stripped.upper()}, hint)
+        try:
+            stored = bson.decode(decode_token(stripped))
+        except ValueError:
+            stored = None
+        if not stored or "_data" not in stored:
+            raise UsageError(
+                f"--resume-token {text!r} is neither a hex `_data` string, a JSON document nor a stored token",
+                hint=hint,
+            )
+        return _checked_token(stored, hint)
+    try:
+        document = json_util.loads(stripped)
+    except Exception as exc:  # json_util raises ValueError, TypeError or bson errors for bad input
+        raise UsageError(f"--resume-token is not valid extended JSON: {exc}", hint=hint) from None
+    if not isinstance(document, dict) or "_data" not in document:
+        raise UsageError("--resume-token must be a document with a `_data` field", hint=hint)
+    data = document["_data"]
+    if isinstance(data, str):
+        if not _HEX.fullmatch(data):
+            raise UsageError(f"the resume token's `_data` {data!r} is not an even number of hex digits", hint=hint)
+        document["_data"] = data.upper()
+    elif not isinstance(data, Binary | bytes):
+        raise UsageError("the resume token's `_data` must be a hex string (or binary, MongoDB 3.6)", hint=hint)
+    return _checked_token(dict(document), hint)
+
+
+def _checked_token(token: dict[str, Any], hint: str) -> dict[str, Any]:
+    """``token`` when its ``_data`` starts with a cluster time, the first field of every change stream token."""
+    data = token.get("_data")
+    raw = bytes.fromhex(data) if isinstance(data, str) and _HEX.fullmatch(data) else data
+    if not isinstance(raw, bytes) or not raw.startswith(b"\x82"):
+        shown = data if isinstance(data, str) else repr(data)
+        raise UsageError(
+            f"--resume-token: `_data` {shown} is not a MongoDB change stream resume token (it does not start with "
+            "a cluster time, 82…)",
+            hint=hint,
+        )
+    return token

@@ -7,11 +7,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Protocol, assert_never
 
-from mongocdc.engine.acks import AckTracker
-from mongocdc.engine.exactly_once import TransactionBoundary, is_transactional
+from mongocdc.engine.checkpoint import Checkpointer
+from mongocdc.engine.exactly_once import TransactionBoundary
 from mongocdc.engine.incremental_snapshot import NOTHING, IncrementalSnapshotter, Step
 from mongocdc.engine.metrics import Metrics
 from mongocdc.engine.source_offset import SourceOffset
@@ -24,7 +23,7 @@ from mongocdc.events.model import ChangeEvent, Op, SnapshotMarker, SourceInfo
 from mongocdc.events.position import Position
 from mongocdc.gc_tuning import fewer_young_collections
 from mongocdc.offsets.base import OffsetStore
-from mongocdc.sources.base import ChangeSource, Idle
+from mongocdc.sources.base import ChangeSource, Idle, StreamItem
 
 log = logging.getLogger("mongocdc.engine")
 
@@ -120,9 +119,10 @@ class StreamingTask:
 
     Commit order (followed by :meth:`commit` and at stop): stop reading →
     flush the producer → wait for every delivery report → commit the last
-    fully acknowledged position. Between flushes, :meth:`_commit_acknowledged`
-    commits only positions whose records Kafka has all acknowledged, so an
-    offset never runs ahead of Kafka.
+    fully acknowledged position. Between flushes, the task's
+    :class:`~mongocdc.engine.checkpoint.Checkpointer` commits only positions
+    whose records Kafka has all acknowledged, so an offset never runs ahead
+    of Kafka (exactly once: at each transaction boundary, with the records).
     """
 
     def __init__(
@@ -150,12 +150,21 @@ class StreamingTask:
         self.stop = stop or threading.Event()
         self._clock = clock
         self._wall_ms = wall_clock_ms
-        self._tracker: AckTracker[SourceOffset] = AckTracker()
-        """The offset after each item: its position, and the state that rides with it."""
+        self._checkpointer = Checkpointer(
+            store,
+            options.connector,
+            options.partition,
+            sink,
+            flush_interval_s=options.flush_interval_s,
+            boundary=options.transaction_boundary,
+            clock=clock,
+            on_commit=self._committed,
+            log=log,
+        )
+        """Commits the offset after each item (its position, and the state that rides with it): when, and which."""
         self.snapshotter = snapshotter
         self._blocking_snapshot = blocking_snapshot
         """Copies collections while streaming waits (``ConnectorTask.blocking_snapshot``); ``None``: not here."""
-        self._last_checkpoint: SourceOffset | None = None
         self.transactions: TransactionTracker | None = None
         self.rs = rs
         self._on_status = on_status
@@ -164,11 +173,6 @@ class StreamingTask:
         self._reconnects_seen = 0
         self._elections_seen = 0
         self.stats = StreamStats()
-        self._transactional = store if is_transactional(store) else None
-        """The store when its commits are Kafka transactions of the sink's records (``exactly.once.support``)."""
-        self._committed_records = 0
-        """Records issued when the last transaction was committed."""
-        self._transaction_began = clock()
         self._next_status = clock()
 
     def _restore(self) -> Position | None:
@@ -202,7 +206,7 @@ class StreamingTask:
             self._produce(self.options.transaction_topic, record.key_bytes(schemas), record.value_bytes(schemas))
 
     def _add_position(self, position: Position) -> None:
-        self._tracker.add_position(self._offset_at(position))
+        self._checkpointer.add(self._offset_at(position))
 
     def _emit_read(self, namespace: str, document: Mapping[str, Any]) -> None:
         """An incremental snapshot read (``op=r``, ``source.snapshot=incremental``) at the current position."""
@@ -223,100 +227,18 @@ class StreamingTask:
 
     def _run(self) -> StreamStats:
         start = self._restore()
-        if start is None:
-            log.info(
-                "no stored offset for %s/%s: streaming changes from now on",
-                self.options.connector,
-                self.options.partition,
-            )
-        elif start.resume_token is None:
-            log.info(
-                "starting %s/%s at sec=%d ord=%d (no resume token)",
-                self.options.connector,
-                self.options.partition,
-                start.sec,
-                start.ord,
-            )
-        else:
-            log.info(
-                "resuming %s/%s after sec=%d ord=%d, resume token %s",
-                self.options.connector,
-                self.options.partition,
-                start.sec,
-                start.ord,
-                start.describe_token(),
-            )
+        self._log_start(start)
         self.source.open(start)
         self.metrics.set_connected(self.options.partition, True)
         try:
-            opened_at = self.source.position
-            if opened_at is not None:
-                log.info("change stream open at sec=%d ord=%d", opened_at.sec, opened_at.ord)
-            if opened_at is not None and start is None:
-                # Remember where streaming began, so changes made while stopped are not missed.
-                self._add_position(opened_at)
-            next_commit = self._clock() + self.options.flush_interval_s
-            heartbeat_every = self.options.heartbeat_interval_s
-            next_heartbeat = self._clock() + heartbeat_every
-            next_observe = self._clock()
-            snapshotter = self.snapshotter
-            linger_s = self.options.transaction_boundary.linger_s
-            source_caught_up: Callable[[float], bool] = getattr(self.source, "caught_up", _always)
-
-            def caught_up() -> bool:
-                return source_caught_up(linger_s)
-
-            while not self.stop.is_set():
-                item = self.source.next()
-                match item:
-                    case StreamedChange():
-                        self._emit(item.event)
-                    case ControlChange():
-                        if self.transactions is not None:
-                            self._transaction_records(self.transactions.on_control())
-                        self.stats.control_events += 1
-                        log.info("%s event on %s.%s", item.operation_type, item.db, item.collection)
-                    case SignalChange():
-                        if item.event is not None:  # the signal collection is captured too
-                            self._emit(item.event)
-                    case Idle():
-                        if self.transactions is not None:  # a quiet stream ends an open transaction
-                            self._transaction_records(self.transactions.on_idle(self._wall_ms()))
-                    case _:
-                        assert_never(item)
-                if snapshotter is not None:
-                    step = snapshotter.on_item(item)
-                    if step is not NOTHING:
-                        self._carry_out(step)
-                self._add_position(item.position)
-                if not isinstance(item, StreamedChange):
-                    self.sink.poll(0)  # after a produce the sink has just served delivery reports
-                if self._clock() >= next_observe:
-                    self._observe_source()
-                    next_observe = self._clock() + 0.5
-                if heartbeat_every > 0 and self._clock() >= next_heartbeat:
-                    # A quiet connector still records where it stands, so it does not fall off the oplog.
-                    self._heartbeat(item.position)
-                    next_heartbeat = self._clock() + heartbeat_every
-                    next_commit = min(next_commit, self._clock())
-                if self._clock() >= next_commit or (
-                    self._transactional is not None
-                    and self.options.transaction_boundary.due(
-                        self._tracker.issued - self._committed_records,
-                        caught_up,
-                        self._clock(),
-                        self._transaction_began,
-                    )
-                ):
-                    # at least once: every offset.flush.interval.ms; exactly once: at each transaction boundary too
-                    self._commit_acknowledged()
-                    next_commit = self._clock() + self.options.flush_interval_s
+            self._note_opened(start)
+            self._loop()
             self._observe_source()
             self.commit()
-            if snapshotter is not None:
-                snapshotter.close(carried_out=True)
+            if self.snapshotter is not None:
+                self.snapshotter.close(carried_out=True)
         except BaseException:
-            self._commit_what_was_acknowledged_before_failing()
+            self._checkpointer.close_on_error()
             if self.snapshotter is not None:
                 self.snapshotter.close(carried_out=False)
             raise
@@ -324,6 +246,93 @@ class StreamingTask:
             self.source.close()
             self.metrics.set_connected(self.options.partition, False)
         return self.stats
+
+    def _log_start(self, start: Position | None) -> None:
+        """Say where streaming starts: now (no stored offset), at a time, or after a resume token."""
+        connector, partition = self.options.connector, self.options.partition
+        if start is None:
+            log.info("no stored offset for %s/%s: streaming changes from now on", connector, partition)
+        elif start.resume_token is None:
+            log.info("starting %s/%s at sec=%d ord=%d (no resume token)", connector, partition, start.sec, start.ord)
+        else:
+            log.info(
+                "resuming %s/%s after sec=%d ord=%d, resume token %s",
+                connector,
+                partition,
+                start.sec,
+                start.ord,
+                start.describe_token(),
+            )
+
+    def _note_opened(self, start: Position | None) -> None:
+        """Log where the change stream opened; on a first start, remember it, so that changes made while the
+        connector is stopped later are not missed."""
+        opened_at = self.source.position
+        if opened_at is None:
+            return
+        log.info("change stream open at sec=%d ord=%d", opened_at.sec, opened_at.ord)
+        if start is None:
+            self._add_position(opened_at)
+
+    def _caught_up(self) -> Callable[[], bool]:
+        """Whether the task has handed Kafka every change the source read (``transaction.boundary=poll``): the
+        source's own answer, after waiting ``linger_s`` for more; a source that cannot tell always is."""
+        linger_s = self.options.transaction_boundary.linger_s
+        source_caught_up: Callable[[float], bool] = getattr(self.source, "caught_up", _always)
+
+        def caught_up() -> bool:
+            return source_caught_up(linger_s)
+
+        return caught_up
+
+    def _loop(self) -> None:
+        """Read, handle and checkpoint change stream items until ``stop`` is set."""
+        checkpointer = self._checkpointer
+        checkpointer.start_interval()
+        heartbeat_every = self.options.heartbeat_interval_s
+        next_heartbeat = self._clock() + heartbeat_every
+        next_observe = self._clock()
+        snapshotter = self.snapshotter
+        caught_up = self._caught_up()
+        while not self.stop.is_set():
+            item = self.source.next()
+            self._handle(item)
+            if snapshotter is not None:
+                step = snapshotter.on_item(item)
+                if step is not NOTHING:
+                    self._carry_out(step)
+            self._add_position(item.position)
+            if not isinstance(item, StreamedChange):
+                self.sink.poll(0)  # after a produce the sink has just served delivery reports
+            if self._clock() >= next_observe:
+                self._observe_source()
+                next_observe = self._clock() + 0.5
+            if heartbeat_every > 0 and self._clock() >= next_heartbeat:
+                # A quiet connector still records where it stands, so it does not fall off the oplog.
+                self._heartbeat(item.position)
+                next_heartbeat = self._clock() + heartbeat_every
+                checkpointer.commit_soon()
+            # at least once: every offset.flush.interval.ms; exactly once: at each transaction boundary too
+            checkpointer.tick(caught_up)
+
+    def _handle(self, item: StreamItem) -> None:
+        """The records of one change stream item: a change's event, the transaction metadata, a control event."""
+        match item:
+            case StreamedChange():
+                self._emit(item.event)
+            case ControlChange():
+                if self.transactions is not None:
+                    self._transaction_records(self.transactions.on_control())
+                self.stats.control_events += 1
+                log.info("%s event on %s.%s", item.operation_type, item.db, item.collection)
+            case SignalChange():
+                if item.event is not None:  # the signal collection is captured too
+                    self._emit(item.event)
+            case Idle():
+                if self.transactions is not None:  # a quiet stream ends an open transaction
+                    self._transaction_records(self.transactions.on_idle(self._wall_ms()))
+            case _:
+                assert_never(item)
 
     def _carry_out(self, step: Step) -> None:
         """What the incremental snapshotter returned for an item: its reads, then the blocking snapshots."""
@@ -348,7 +357,7 @@ class StreamingTask:
         while self._elections_seen < elections:
             self._elections_seen += 1
             self.metrics.record_election(self.options.partition)
-        self.metrics.set_in_flight(self._tracker.in_flight)
+        self.metrics.set_in_flight(self._checkpointer.in_flight)
 
     def _heartbeat(self, position: Position) -> None:
         """A heartbeat record after ``position``: Debezium's, on partition 0 of the heartbeat topic."""
@@ -410,70 +419,36 @@ class StreamingTask:
         partition: int | None = None,
         converted: bool = False,
     ) -> None:
-        tracker = self._tracker
-        seq = tracker.issue()
+        ack = self._checkpointer.record()
         try:
             if (
                 self.sink.produce(
-                    topic,
-                    key,
-                    value,
-                    headers=headers,
-                    partition=partition,
-                    on_ack=partial(tracker.acked, seq),
-                    converted=converted,
+                    topic, key, value, headers=headers, partition=partition, on_ack=ack, converted=converted
                 )
                 is False
             ):
                 self.metrics.record_skipped(self.options.partition, "transform")  # dropped by the connector's chain
         except OversizedEventError:
-            tracker.acked(seq)  # never sent: nothing to wait for
+            ack()  # never sent: nothing to wait for
             raise
 
-    def _commit_acknowledged(self) -> None:
-        """Commit the newest offset all of whose records Kafka acknowledged; with a transactional store, the
-        newest offset handed to the producer, with the transaction that holds every record before it."""
-        tracker = self._tracker
-        if self._transactional is not None:
-            checkpoint = tracker.latest()
-            issued = tracker.issued
-            due = checkpoint is not None and (issued != self._committed_records or checkpoint != self._last_checkpoint)
-            self._committed_records = issued
-            self._transaction_began = self._clock()
-        else:
-            checkpoint = tracker.committable()
-            due = checkpoint is not None and checkpoint != self._last_checkpoint
-        if due:
-            assert checkpoint is not None
-            position = checkpoint.position
-            self.store.commit(self.options.connector, self.options.partition, checkpoint.to_record())
-            self._last_checkpoint = checkpoint
+    def _committed(self, offset: SourceOffset | None) -> None:
+        """After each commit of the checkpointer (``offset``: what it wrote, ``None``: nothing new): the counters,
+        the metrics and the status report."""
+        if offset is not None:
+            position = offset.position
             self.stats.commits += 1
             self.stats.last_committed = position
             self.metrics.record_commit(self.options.partition)
             log.debug("committed sec=%d ord=%d", position.sec, position.ord)
-        if self._on_status is not None:
-            if self._transactional is not None:  # a transaction may end every change: report at the flush interval
-                if self._clock() < self._next_status:
-                    return
-                self._next_status = self._clock() + self.options.flush_interval_s
-            self._on_status(self.stats)
-
-    def _commit_what_was_acknowledged_before_failing(self) -> None:
-        if self._transactional is not None:
-            # The item being handled may be half produced: its transaction is aborted, nothing of it is committed.
-            self._transactional.abort()
+        if self._on_status is None:
             return
-        try:
-            self.sink.flush(5.0)
-        except Exception as exc:  # the sink may be what failed; commit only what was acknowledged
-            log.warning("could not flush Kafka while stopping on an error: %s", exc)
-        try:
-            self._commit_acknowledged()
-        except Exception:
-            log.exception("could not commit the last acknowledged offset")
+        if self._checkpointer.transactional:  # a transaction may end every change: report at the flush interval
+            if self._clock() < self._next_status:
+                return
+            self._next_status = self._clock() + self.options.flush_interval_s
+        self._on_status(self.stats)
 
     def commit(self) -> None:
         """Flush the producer, wait for every delivery report, then commit the last acknowledged position."""
-        self.sink.flush(self.options.flush_timeout_s)
-        self._commit_acknowledged()
+        self._checkpointer.close(self.options.flush_timeout_s)

@@ -156,6 +156,15 @@ def live_offsets(entries: Iterable[tuple[bytes | None, bytes | None, str]]) -> l
     return sorted(found, key=lambda o: (o.connector, o.key))
 
 
+def rest_request(connector: str, partition: Mapping[str, Any], offset: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``PATCH /connectors/<name>/offsets`` request that writes the same offset (Kafka Connect 3.6+)."""
+    return {
+        "method": "PATCH",
+        "path": f"/connectors/{connector}/offsets",
+        "body": {"offsets": [{"partition": dict(partition), "offset": dict(offset)}]},
+    }
+
+
 # --- the standalone worker's offsets file (Java serialisation of HashMap<byte[], byte[]>) ----------
 
 _MAGIC = b"\xac\xed\x00\x05"

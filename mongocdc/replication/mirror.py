@@ -59,7 +59,7 @@ COPY_CONSUMER_DEFAULTS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class ReplicatorOptions:
-    """What ``replicate`` does, from the settings (``wiring.replicator`` builds it)."""
+    """What ``replicate`` does, from the settings (``wiring_replication.replicator`` builds it)."""
 
     name: str
     group_id: str

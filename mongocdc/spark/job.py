@@ -39,12 +39,13 @@ from pyspark.sql.types import StructType
 
 from mongocdc import __version__
 from mongocdc.errors import SparkJobError
+from mongocdc.signals import on_stop_signals
 from mongocdc.spark import merge as m
+from mongocdc.spark.hadoop_fs import HadoopFs
 from mongocdc.spark.options import JobOptions, changelog_path
 from mongocdc.spark.sinks import (
     BatchSize,
     Compaction,
-    HadoopFs,
     Snapshots,
     TableRows,
     append_changelog,
@@ -395,25 +396,19 @@ class RunSummary:
 def _stop_on_signals(stop: threading.Event, now: threading.Event) -> Iterator[None]:
     """SIGTERM and SIGINT set ``stop`` (the job stops after its current batch); a second one sets ``now``
     too (the running batch is cancelled: it is not committed, so the next start applies it again)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
-    def handler(signum: int, frame: object) -> None:
-        name = signal.Signals(signum).name
+    def handler(signum: signal.Signals) -> None:
         if stop.is_set():
-            log.warning("received %s again: stopping now (the running batch is applied again at the next start)", name)
+            log.warning(
+                "received %s again: stopping now (the running batch is applied again at the next start)", signum.name
+            )
             now.set()
             return
-        log.info("received %s: stopping after the current batch", name)
+        log.info("received %s: stopping after the current batch", signum.name)
         stop.set()
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with on_stop_signals(handler, main_thread_only=True):
         yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 @dataclass

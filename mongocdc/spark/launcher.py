@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,9 +27,10 @@ from typing import Any
 from mongocdc import __version__
 from mongocdc.config import redact_text
 from mongocdc.errors import SparkEnvironmentError, SparkJobError
+from mongocdc.signals import ignore_sigterm, on_stop_signals
 from mongocdc.spark import environment, packages
 from mongocdc.spark.installation import SparkHome
-from mongocdc.spark.options import JobOptions, TableFormat
+from mongocdc.spark.options import JobOptions, TableFormat, split_list
 
 log = logging.getLogger("mongocdc.spark")
 
@@ -100,6 +100,34 @@ class LaunchPlan:
     """Delta tables the job creates use deletion vectors (``DELETION_VECTORS``); off: any Delta reader reads them."""
     spark_home: SparkHome | None = None
     """The Spark installation a mongocdc without pyspark (the single binary) submits the job to."""
+
+    @classmethod
+    def from_cli(
+        cls,
+        options: JobOptions,
+        flags: Mapping[str, Any],
+        *,
+        conf: Mapping[str, str],
+        spark_home: SparkHome | None,
+        spark_log_level: str,
+        json_logs: bool,
+    ) -> LaunchPlan:
+        """The plan of ``spark run``'s launch flags (``flags``: by ``run_flags.Flag.param``; ``conf``: its
+        ``--conf`` pairs, checked first) for the job ``options``."""
+        return cls(
+            spark_home=spark_home,
+            options=options,
+            master=flags["master"],
+            conf=conf,
+            packages=split_list(flags["packages"] or ()),
+            jars=split_list(flags["jars"] or ()),
+            submit=flags["submit"],
+            requested_format=flags["table_format"],
+            spark_log_level=spark_log_level,
+            json_logs=json_logs,
+            ui=flags["ui"],
+            deletion_vectors=flags["deletion_vectors"],
+        )
 
     @property
     def is_local(self) -> bool:
@@ -273,6 +301,12 @@ def submit_command(plan: LaunchPlan, conf: Mapping[str, str], *, py_files: Path 
     return [*command, str(ENTRY), *plan.options.to_args()]
 
 
+def dry_run_command(plan: LaunchPlan) -> str:
+    """The ``spark-submit`` command line ``plan`` would run, as ``printable`` (``--dry-run``)."""
+    plan, spark_packages = prepare(plan)
+    return printable(submit_command(plan, plan_conf(plan, spark_packages)))
+
+
 def printable(command: Sequence[str]) -> str:
     """A command line as a shell would take it, credentials redacted."""
     return shlex.join(redact_text(word) for word in command)
@@ -349,7 +383,7 @@ def _run_submit(plan: LaunchPlan, conf: Mapping[str, str]) -> dict[str, Any]:
             env=env,
             check=False,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_ignore_sigterm,  # noqa: PLW1509
+            preexec_fn=ignore_sigterm,  # noqa: PLW1509
         )
     if result.returncode != 0:
         raise SparkJobError(
@@ -359,27 +393,16 @@ def _run_submit(plan: LaunchPlan, conf: Mapping[str, str]) -> dict[str, Any]:
     return {"status": "stopped", "submitted": True, "master": plan.master}
 
 
-def _ignore_sigterm() -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-
 @contextmanager
 def _waiting_through_stops() -> Iterator[None]:
     """SIGTERM and SIGINT to this process while it waits for spark-submit: said, and waited through (the
     process group's signal reaches the job itself, which stops after its batch)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
-    def handler(signum: int, frame: object) -> None:
-        log.info("received %s: waiting for the Spark job to stop after its batch", signal.Signals(signum).name)
+    def handler(signum: signal.Signals) -> None:
+        log.info("received %s: waiting for the Spark job to stop after its batch", signum.name)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with on_stop_signals(handler, main_thread_only=True):
         yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 def start_session(plan: LaunchPlan, conf: Mapping[str, str]) -> Any:
@@ -443,7 +466,7 @@ def jvm_ignoring_sigterm() -> Iterator[None]:
         def preexec() -> None:
             if given is not None:
                 given()
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            ignore_sigterm()
 
         return original(command, **{**kwargs, "preexec_fn": preexec})
 

@@ -19,10 +19,10 @@ import argparse
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from mongocdc.errors import ConfigError, UsageError
 
@@ -72,87 +72,137 @@ def default_checkpoint(warehouse: str) -> str:
     return f"{warehouse.rstrip('/')}/{DEFAULT_CHECKPOINT}"
 
 
+JOB_ARG: Final = "mongocdc.job_arg"
+"""The key of a ``JobOptions`` field's ``JobArg`` in its metadata."""
+
+
+@dataclass(frozen=True)
+class JobArg:
+    """How one ``JobOptions`` field reaches the job: its command-line argument (``to_args``, ``from_args``)."""
+
+    flag: str
+    shape: Literal["value", "switch", "each", "pairs"] = "value"
+    """``value``: ``FLAG TEXT``; ``switch``: ``FLAG`` when true; ``each``: ``FLAG ITEM`` per item of a tuple;
+    ``pairs``: ``FLAG KEY=VALUE`` per item of a mapping, by key."""
+    parse: Callable[[str], Any] = str
+    """A ``value``'s text back to the value (written with ``str``)."""
+    required: bool = False
+    choices: tuple[str, ...] | None = None
+    none: str | None = None
+    """The text that stands for ``None``; without it, a ``None`` value is not written (the field's default)."""
+    from_flag: bool = False
+    """``spark run``'s option of the field's name (``run_flags``) gives the value as it is (``from_cli``)."""
+
+    def write(self, value: Any) -> list[str]:
+        if self.shape == "switch":
+            return [self.flag] if value else []
+        if self.shape == "each":
+            return [word for item in value for word in (self.flag, item)]
+        if self.shape == "pairs":
+            return [word for key, item in sorted(value.items()) for word in (self.flag, f"{key}={item}")]
+        if value is None:
+            return [] if self.none is None else [self.flag, self.none]
+        return [self.flag, str(value)]
+
+    def declare(self, parser: argparse.ArgumentParser, dest: str) -> None:
+        """Add the argument to ``parser``; left out, it is not in the namespace (the field keeps its default)."""
+        common: dict[str, Any] = {"dest": dest, "default": argparse.SUPPRESS}
+        if self.shape == "switch":
+            parser.add_argument(self.flag, action="store_true", **common)
+        elif self.shape in ("each", "pairs"):
+            metavar = self.flag.removeprefix("--").replace("-", "_").upper()
+            parser.add_argument(self.flag, action="append", metavar=metavar, **common)
+        elif self.choices is not None:
+            parser.add_argument(self.flag, choices=self.choices, required=self.required, **common)
+        else:
+            convert = self.parse if self.none is None else self.value_of  # argparse names the type in its errors
+            parser.add_argument(self.flag, type=convert, required=self.required, **common)
+
+    def value_of(self, text: str) -> Any:
+        return None if self.none is not None and text == self.none else self.parse(text)
+
+    def read(self, parsed: Any) -> Any:
+        """The field's value from what ``declare``'s argument parsed."""
+        if self.shape == "each":
+            return tuple(parsed)
+        if self.shape == "pairs":
+            return dict(item.split("=", 1) for item in parsed)
+        return self.value_of(parsed) if self.choices is not None else parsed
+
+
+def arg(flag: str, **how: Any) -> dict[str, JobArg]:
+    """A ``JobOptions`` field's metadata: its argument ``flag`` and ``JobArg``'s other settings."""
+    return {JOB_ARG: JobArg(flag, **how)}
+
+
 @dataclass(frozen=True)
 class JobOptions:
-    """Everything the job needs; ``table_format`` is ``delta`` or ``parquet`` once the launcher resolved it."""
+    """Everything the job needs; ``table_format`` is ``delta`` or ``parquet`` once the launcher resolved it.
 
-    bootstrap_servers: str
-    warehouse: str
-    checkpoint: str
-    topics: tuple[str, ...] = ()
-    topic_pattern: str | None = None
-    skip_topics: str | None = None
+    Each field declares its argument for the job (``arg``: ``to_args`` writes them in this order,
+    ``from_args`` reads them back) and whether ``spark run``'s option of its name gives it as it is.
+    """
+
+    bootstrap_servers: str = field(metadata=arg("--bootstrap-servers", required=True))
+    warehouse: str = field(metadata=arg("--warehouse", required=True, from_flag=True))
+    checkpoint: str = field(metadata=arg("--checkpoint", required=True))
+    topics: tuple[str, ...] = field(default=(), metadata=arg("--topic", shape="each"))
+    topic_pattern: str | None = field(default=None, metadata=arg("--topic-pattern"))
+    skip_topics: str | None = field(default=None, metadata=arg("--skip-topics"))
     """Regular expression of whole topic names that are read but never applied (transaction, heartbeat topics)."""
-    kafka_options: Mapping[str, str] = field(default_factory=dict)
+    kafka_options: Mapping[str, str] = field(default_factory=dict, metadata=arg("--kafka-option", shape="pairs"))
     """Java Kafka client properties (without the ``kafka.`` prefix Spark's source wants)."""
-    table_format: TableFormat = TableFormat.parquet
-    changelog: bool = False
-    once: bool = False
-    trigger_interval: str | None = None
-    columns: str | None = None
+    table_format: TableFormat = field(
+        default=TableFormat.parquet,
+        metadata=arg(
+            "--format", parse=TableFormat, required=True, choices=(TableFormat.delta.value, TableFormat.parquet.value)
+        ),
+    )
+    changelog: bool = field(default=False, metadata=arg("--changelog", shape="switch", from_flag=True))
+    once: bool = field(default=False, metadata=arg("--once", shape="switch", from_flag=True))
+    trigger_interval: str | None = field(default=None, metadata=arg("--trigger-interval", from_flag=True))
+    columns: str | None = field(default=None, metadata=arg("--columns"))
     """Schema of the document: Spark DDL (``name STRING, qty INT``) or a Spark JSON schema; ``None`` keeps JSON."""
-    starting_offsets: StartingOffsets = StartingOffsets.earliest
-    max_offsets_per_trigger: int | None = None
-    min_partitions: int | None = None
+    starting_offsets: StartingOffsets = field(
+        default=StartingOffsets.earliest,
+        metadata=arg(
+            "--starting-offsets", parse=StartingOffsets, choices=tuple(s.value for s in StartingOffsets), from_flag=True
+        ),
+    )
+    max_offsets_per_trigger: int | None = field(
+        default=None, metadata=arg("--max-offsets-per-trigger", parse=int, from_flag=True)
+    )
+    min_partitions: int | None = field(default=None, metadata=arg("--min-partitions", parse=int, from_flag=True))
     """Spark tasks a micro-batch is read in at least (Kafka's ``minPartitions``; large Kafka partitions
     are split); ``None``: ``job.MIN_PARTITIONS_PER_CORE`` per core of the job; 0: one per Kafka partition."""
-    query_name: str = "mongocdc"
-    delete_retention_ms: int | None = DEFAULT_DELETE_RETENTION_MS
+    query_name: str = field(default="mongocdc", metadata=arg("--query-name", from_flag=True))
+    delete_retention_ms: int | None = field(
+        default=DEFAULT_DELETE_RETENTION_MS, metadata=arg("--delete-retention-ms", parse=int, none="forever")
+    )
     """How long a delete marker is kept at least, in source time (``None``: as long as the table)."""
 
     @classmethod
-    def from_cli(
-        cls,
-        settings: Callable[[], Settings],
-        *,
-        warehouse: str,
-        checkpoint: str | None,
-        topics: Sequence[str],
-        topic_pattern: str | None,
-        once: bool,
-        trigger_interval: str | None,
-        changelog: bool,
-        columns: str | None,
-        schema_file: Path | None,
-        starting_offsets: StartingOffsets,
-        max_offsets_per_trigger: int | None,
-        min_partitions: int | None,
-        delete_retention: str,
-        kafka_options: Sequence[str],
-        query_name: str,
-    ) -> JobOptions:
-        """The options of ``spark run``'s flags (named as the flags) and the configuration.
+    def from_cli(cls, settings: Callable[[], Settings], flags: Mapping[str, Any]) -> JobOptions:
+        """The options of ``spark run``'s flags (``flags``: their values by ``run_flags.Flag.param``) and the
+        configuration.
 
         Every flag is checked first (``UsageError``, exit 2, naming the flag); ``settings`` is read
         after, for ``topic.prefix`` (the default topics and the transaction and heartbeat topics
         skipped) and the ``kafka.*`` client settings, translated to Java client properties (the
         ``--kafka-option`` ones win; one without a Java equivalent is warned about).
         """
-        topic_list = split_list(topics)
-        if topic_list and topic_pattern:
-            raise UsageError("--topics and --topic-pattern both select topics", hint="use one of them")
-        if once and trigger_interval:
-            raise UsageError(
-                "--once and --trigger-interval exclude each other",
-                hint="--once reads what is there and stops; --trigger-interval paces a job that keeps running",
-            )
-        if topic_pattern is not None:
-            try:
-                re.compile(topic_pattern)
-            except re.error as exc:
-                raise UsageError(
-                    f"--topic-pattern {topic_pattern!r} is not a regular expression: {exc}",
-                    hint="it is matched against whole topic names, e.g. 'dbserver1\\..*'",
-                ) from exc
+        topic_list = split_list(flags["topics"] or ())
+        topic_pattern: str | None = flags["topic_pattern"]
+        _check_flags(flags, topic_list)
         try:
-            retention_ms = parse_retention(delete_retention)
+            retention_ms = parse_retention(flags["delete_retention"])
         except ValueError as exc:
             raise UsageError(
                 f"--delete-retention {exc}",
                 hint="keep markers longer than any replay can reach back (the topics' retention), e.g. 7d",
             ) from exc
-        java_options = parse_pairs(kafka_options, "--kafka-option")
-        schema = read_columns(columns, schema_file)
+        java_options = parse_pairs(flags["kafka_option"] or (), "--kafka-option")
+        schema = read_columns(flags["columns"], flags["schema_file"])
 
         config = settings()
         refuse_transformed_records(config)
@@ -175,97 +225,51 @@ class JobOptions:
         skip_topics = skip_topics_regex(prefix, config.topic_transaction, config.topic_heartbeat_prefix)
         if config.topic_heartbeat_name:
             skip_topics += f"|{re.escape(config.topic_heartbeat_name)}"
+        as_given = {f.name: flags[f.name] for f in fields(cls) if f.metadata[JOB_ARG].from_flag}
         return cls(
+            **as_given,
             bootstrap_servers=config.kafka_bootstrap_servers,
-            warehouse=warehouse,
-            checkpoint=checkpoint or default_checkpoint(warehouse),
+            checkpoint=flags["checkpoint"] or default_checkpoint(flags["warehouse"]),
             topics=topic_list,
             topic_pattern=topic_pattern,
             skip_topics=skip_topics,
             kafka_options={**mapped, **java_options},
-            changelog=changelog,
-            once=once,
-            trigger_interval=trigger_interval,
             columns=schema,
-            starting_offsets=starting_offsets,
-            max_offsets_per_trigger=max_offsets_per_trigger,
-            min_partitions=min_partitions,
-            query_name=query_name,
             delete_retention_ms=retention_ms,
         )
 
     def to_args(self) -> list[str]:
         """The job's command-line arguments (what ``from_args`` reads back)."""
-        args = ["--bootstrap-servers", self.bootstrap_servers, "--warehouse", self.warehouse]
-        args += ["--checkpoint", self.checkpoint]
-        for topic in self.topics:
-            args += ["--topic", topic]
-        if self.topic_pattern is not None:
-            args += ["--topic-pattern", self.topic_pattern]
-        if self.skip_topics is not None:
-            args += ["--skip-topics", self.skip_topics]
-        for key, value in sorted(self.kafka_options.items()):
-            args += ["--kafka-option", f"{key}={value}"]
-        args += ["--format", self.table_format.value]
-        if self.changelog:
-            args.append("--changelog")
-        if self.once:
-            args.append("--once")
-        if self.trigger_interval is not None:
-            args += ["--trigger-interval", self.trigger_interval]
-        if self.columns is not None:
-            args += ["--columns", self.columns]
-        args += ["--starting-offsets", self.starting_offsets.value]
-        if self.max_offsets_per_trigger is not None:
-            args += ["--max-offsets-per-trigger", str(self.max_offsets_per_trigger)]
-        if self.min_partitions is not None:
-            args += ["--min-partitions", str(self.min_partitions)]
-        args += ["--query-name", self.query_name]
-        retention = "forever" if self.delete_retention_ms is None else str(self.delete_retention_ms)
-        args += ["--delete-retention-ms", retention]
-        return args
+        return [word for f in fields(self) for word in f.metadata[JOB_ARG].write(getattr(self, f.name))]
 
     @classmethod
     def from_args(cls, argv: Sequence[str]) -> JobOptions:
         parser = argparse.ArgumentParser(prog="mongocdc-spark-job", description="mongocdc's Spark job")
-        parser.add_argument("--bootstrap-servers", required=True)
-        parser.add_argument("--warehouse", required=True)
-        parser.add_argument("--checkpoint", required=True)
-        parser.add_argument("--topic", action="append", default=[])
-        parser.add_argument("--topic-pattern")
-        parser.add_argument("--skip-topics")
-        parser.add_argument("--kafka-option", action="append", default=[])
-        parser.add_argument("--format", choices=[TableFormat.delta.value, TableFormat.parquet.value], required=True)
-        parser.add_argument("--changelog", action="store_true")
-        parser.add_argument("--once", action="store_true")
-        parser.add_argument("--trigger-interval")
-        parser.add_argument("--columns")
-        parser.add_argument("--starting-offsets", choices=[s.value for s in StartingOffsets], default="earliest")
-        parser.add_argument("--max-offsets-per-trigger", type=int)
-        parser.add_argument("--min-partitions", type=int)
-        parser.add_argument("--query-name", default="mongocdc")
-        parser.add_argument("--delete-retention-ms", default=str(DEFAULT_DELETE_RETENTION_MS))
-        ns = parser.parse_args(list(argv))
-        kafka_options = dict(item.split("=", 1) for item in ns.kafka_option)
-        return cls(
-            bootstrap_servers=ns.bootstrap_servers,
-            warehouse=ns.warehouse,
-            checkpoint=ns.checkpoint,
-            topics=tuple(ns.topic),
-            topic_pattern=ns.topic_pattern,
-            skip_topics=ns.skip_topics,
-            kafka_options=kafka_options,
-            table_format=TableFormat(ns.format),
-            changelog=ns.changelog,
-            once=ns.once,
-            trigger_interval=ns.trigger_interval,
-            columns=ns.columns,
-            starting_offsets=StartingOffsets(ns.starting_offsets),
-            max_offsets_per_trigger=ns.max_offsets_per_trigger,
-            min_partitions=ns.min_partitions,
-            query_name=ns.query_name,
-            delete_retention_ms=None if ns.delete_retention_ms == "forever" else int(ns.delete_retention_ms),
+        declared = {f.name: f.metadata[JOB_ARG] for f in fields(cls)}
+        for name, job_arg in declared.items():
+            job_arg.declare(parser, name)
+        parsed = vars(parser.parse_args(list(argv)))
+        return cls(**{name: declared[name].read(value) for name, value in parsed.items()})
+
+
+def _check_flags(flags: Mapping[str, Any], topic_list: Sequence[str]) -> None:
+    """The checks of ``spark run``'s flags that need no configuration: combinations, the topic pattern."""
+    topic_pattern = flags["topic_pattern"]
+    if topic_list and topic_pattern:
+        raise UsageError("--topics and --topic-pattern both select topics", hint="use one of them")
+    if flags["once"] and flags["trigger_interval"]:
+        raise UsageError(
+            "--once and --trigger-interval exclude each other",
+            hint="--once reads what is there and stops; --trigger-interval paces a job that keeps running",
         )
+    if topic_pattern is not None:
+        try:
+            re.compile(topic_pattern)
+        except re.error as exc:
+            raise UsageError(
+                f"--topic-pattern {topic_pattern!r} is not a regular expression: {exc}",
+                hint="it is matched against whole topic names, e.g. 'dbserver1\\..*'",
+            ) from exc
 
 
 def split_list(values: Sequence[str]) -> tuple[str, ...]:

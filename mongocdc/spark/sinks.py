@@ -31,13 +31,14 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import StructType
 
 from mongocdc.spark import merge as m
+from mongocdc.spark.hadoop_fs import HadoopFs
 from mongocdc.spark.options import TableFormat, changelog_path, deleted_path, table_path
 
 log = logging.getLogger("mongocdc.spark.sinks")
@@ -46,66 +47,6 @@ T = TypeVar("T")
 KEEP_VERSIONS = 3
 VERSIONS_DIR = "_versions"
 COMMITS_DIR = "_commits"
-
-
-class HadoopFs:
-    """Files on any Hadoop filesystem (local, HDFS, S3A, ABFS…) through the JVM's FileSystem API."""
-
-    def __init__(self, spark: SparkSession) -> None:
-        self._jvm: Any = spark.sparkContext._jvm
-        self._conf: Any = spark.sparkContext._jsc.hadoopConfiguration()
-
-    def _path(self, path: str) -> tuple[Any, Any]:
-        p = self._jvm.org.apache.hadoop.fs.Path(path)
-        return p.getFileSystem(self._conf), p
-
-    def exists(self, path: str) -> bool:
-        fs, p = self._path(path)
-        return bool(fs.exists(p))
-
-    def names(self, path: str) -> list[str]:
-        return list(self.sizes(path))
-
-    def sizes(self, path: str) -> dict[str, int]:
-        """The entries of a directory and their lengths in bytes (none when it does not exist)."""
-        fs, p = self._path(path)
-        if not fs.exists(p):
-            return {}
-        return {str(status.getPath().getName()): int(status.getLen()) for status in fs.listStatus(p)}
-
-    def touch(self, path: str) -> None:
-        fs, p = self._path(path)
-        fs.create(p, True).close()
-
-    def delete(self, path: str) -> None:
-        fs, p = self._path(path)
-        fs.delete(p, True)
-
-    def rename(self, source: str, target: str) -> None:
-        fs, src = self._path(source)
-        if not fs.rename(src, self._jvm.org.apache.hadoop.fs.Path(target)):
-            raise OSError(f"could not move {source} to {target}")
-
-    def write_text(self, path: str, text: str) -> None:
-        fs, p = self._path(path)
-        out = fs.create(p, True)
-        try:
-            out.write(bytearray(text.encode()))
-        finally:
-            out.close()
-
-    def replace_text(self, path: str, text: str) -> None:
-        """Write a file that readers may be reading: aside first, then moved over the old one, so a reader
-        sees the old or the new text, never a half-written one (where a filesystem cannot move over a file,
-        the old one is deleted first: a reader may then find none for that moment)."""
-        parent, _, name = path.rpartition("/")
-        partial = f"{parent}/.{name}.{uuid.uuid4().hex}"
-        self.write_text(partial, text)
-        try:
-            self.rename(partial, path)
-        except OSError:
-            self.delete(path)
-            self.rename(partial, path)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pymongo import MongoClient
 from pymongo.database import Database
 
 from tests.integration.helpers import CliProcess, decode, read_topic, wait_until
-from tests.integration.test_stream_e2e import write_config
+from tests.integration.helpers_connector import write_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
 

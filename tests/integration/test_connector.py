@@ -8,7 +8,6 @@ import contextlib
 import json
 import re
 import signal
-import threading
 import time
 import urllib.request
 import uuid
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bson import Decimal128, Int64, ObjectId, json_util
+from bson import Decimal128, json_util
 from confluent_kafka.admin import AdminClient
 from pymongo import MongoClient
 
@@ -30,62 +29,9 @@ from tests.integration.helpers import (
     run_cli,
     wait_until,
 )
-from tests.integration.test_stream_e2e import write_config
+from tests.integration.helpers_connector import Writer, collection_state, mixed_documents, replay, write_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
-
-
-def replay(bootstrap: str, topic: str) -> dict[str, Any]:
-    """The collection a consumer rebuilds from the topic: latest `after` per key, deletes applied."""
-    state: dict[str, Any] = {}
-    for msg in read_topic(bootstrap, topic, timeout=30):
-        key, value = decode(msg)
-        if value is None:
-            continue
-        if value["op"] == "d":
-            state.pop(key["id"], None)
-        elif value["after"] is not None:
-            state[key["id"]] = json_util.loads(value["after"])
-    return state
-
-
-def collection_state(client: MongoClient[dict[str, Any]], db: str, coll: str) -> dict[str, Any]:
-    return {json_util.dumps(d["_id"], json_options=json_util.RELAXED_JSON_OPTIONS): d for d in client[db][coll].find()}
-
-
-def mixed_documents(n: int) -> list[dict[str, Any]]:
-    ids: list[Any] = []
-    for i in range(n):
-        kind = i % 5
-        ids.append([i, f"s{i:05d}", ObjectId(), Int64(10**12 + i), float(i) + 0.5][kind])
-    return [{"_id": _id, "n": i, "pad": "x" * 100} for i, _id in enumerate(ids)]
-
-
-class Writer(threading.Thread):
-    """Inserts, updates and deletes in a loop until stopped (concurrent with the connector)."""
-
-    def __init__(self, uri: str, db: str, coll: str) -> None:
-        super().__init__(daemon=True)
-        self.client: MongoClient[dict[str, Any]] = MongoClient(uri)
-        self.coll = self.client[db][coll]
-        self.done = threading.Event()
-        self.count = 0
-
-    def run(self) -> None:
-        i = 0
-        while not self.done.is_set():
-            self.coll.insert_one({"_id": f"w{i}", "n": i})
-            if i % 3 == 0:
-                self.coll.update_one({"_id": f"w{i}"}, {"$set": {"updated": True}})
-            if i % 7 == 0 and i:
-                self.coll.delete_one({"_id": f"w{i - 1}"})
-            i += 1
-            self.count = i
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join(timeout=30)
-        self.client.close()
 
 
 def names() -> tuple[str, str]:

@@ -22,57 +22,16 @@ from typing import Any
 
 import pytest
 from bson import ObjectId, json_util
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 from pymongo import MongoClient
 
 from mongocdc.errors import ExitCode
 from tests.integration.helpers import CliProcess, run_cli, wait_until
-from tests.integration.test_connector import collection_state, mixed_documents
-from tests.integration.test_stream_e2e import write_config
+from tests.integration.helpers_connector import collection_state, mixed_documents, read_committed, write_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
 
 KILLS = int(os.environ.get("MONGOCDC_TEST_EXACTLY_ONCE_KILLS", "100"))
 """SIGKILLs of the crash test (the issue's 100 by default)."""
-
-
-def read_committed(bootstrap: str, topic: str, timeout: float = 60.0) -> list[Any]:
-    """Every record of ``topic`` a ``read_committed`` consumer reads, up to the last stable offset of each
-    partition (records of aborted or open transactions are never returned)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"test-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        metadata = consumer.list_topics(topic, timeout=10)
-        if topic not in metadata.topics or metadata.topics[topic].error is not None:
-            return []
-        partitions = sorted(metadata.topics[topic].partitions)
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        records: list[Any] = []
-        pending = set(partitions)
-        deadline_left = [timeout]
-
-        def done() -> bool:
-            for msg in consumer.consume(500, 0.5):
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(msg.partition())
-                        continue
-                    raise AssertionError(f"reading {topic}: {err}")
-                records.append(msg)
-            return not pending
-
-        wait_until(done, f"the end of {topic} (read committed)", deadline_left[0], interval=0)
-        return sorted(records, key=lambda m: (m.partition(), m.offset()))
-    finally:
-        consumer.close()
 
 
 def decoded(msg: Any) -> tuple[str, dict[str, Any] | None]:

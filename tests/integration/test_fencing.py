@@ -18,7 +18,7 @@ from pymongo import MongoClient
 from mongocdc.errors import ExitCode
 from mongocdc.offsets.kafka import KafkaOffsetStore
 from tests.integration.helpers import CliProcess, decode, read_topic, run_cli, wait_until
-from tests.integration.test_stream_e2e import write_config
+from tests.integration.helpers_connector import write_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
 

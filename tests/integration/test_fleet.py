@@ -29,7 +29,7 @@ from mongocdc.kafka.admin import KafkaAdmin
 from mongocdc.kafka.errors import Endpoint
 from mongocdc.offsets.kafka import KafkaOffsetStore
 from tests.integration.helpers import CliProcess, decode, read_topic, run_cli, wait_until
-from tests.integration.test_stream_e2e import write_config
+from tests.integration.helpers_connector import write_config
 from tests.services.mongo import free_port
 from tests.services.sharded import ShardedCluster
 
@@ -848,7 +848,7 @@ def test_with_exactly_once_a_killed_workers_tasks_resume_elsewhere_with_every_ch
     """exactly.once.support in a group: each task's transactional producer (``mongocdc-<name>-<partition>``)
     moves with the task; the new owner's registration aborts what the killed worker left open. The connector has a
     transform chain (its records routed to a topic of their own, with a header added): every worker applies it."""
-    from tests.integration.test_exactly_once import read_committed
+    from tests.integration.helpers_connector import read_committed
 
     chain = {
         "transforms": "route,mark",

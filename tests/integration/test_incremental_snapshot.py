@@ -14,8 +14,7 @@ from bson import json_util
 from pymongo import MongoClient
 
 from tests.integration.helpers import CliProcess, decode, read_topic, run_cli, wait_until
-from tests.integration.test_connector import Writer, collection_state, mixed_documents, replay
-from tests.integration.test_stream_e2e import write_config
+from tests.integration.helpers_connector import Writer, collection_state, mixed_documents, replay, write_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
 

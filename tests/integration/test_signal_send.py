@@ -14,6 +14,7 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from mongocdc.config.properties import WatermarkingStrategy
+from mongocdc.events.notifications import incremental_snapshot
 from mongocdc.events.signals import (
     ExecuteSnapshot,
     LogSignal,
@@ -22,7 +23,7 @@ from mongocdc.events.signals import (
     parse_kafka_signal,
     parse_signal,
 )
-from mongocdc.sinks.kafka.notifications import NotificationSink, incremental_snapshot
+from mongocdc.sinks.kafka.notifications import NotificationSink
 from mongocdc.sources.kafka.signals import KafkaSignalChannel, KafkaSignalSender
 from mongocdc.sources.mongo.signal_collection import SignalCollectionWriter
 from tests.integration.helpers import read_topic, run_cli

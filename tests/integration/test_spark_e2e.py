@@ -14,7 +14,7 @@ from bson import ObjectId, json_util
 from pymongo import MongoClient
 
 from tests.integration.helpers import CliProcess, run_cli, wait_until
-from tests.integration.test_stream_e2e import key_id, topic_counts, write_config
+from tests.integration.helpers_connector import key_id, topic_counts, write_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb, pytest.mark.spark]
 

@@ -14,48 +14,11 @@ from pymongo import MongoClient
 
 from mongocdc import __version__
 from tests.integration.helpers import CliProcess, decode, murmur2_partition, read_topic, run_cli, wait_until
+from tests.integration.helpers_connector import topic_counts, write_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.mongodb]
 
 PARTITIONS = 3
-
-
-def write_config(
-    tmp_path: Path,
-    mongo_uri: str,
-    bootstrap: str,
-    db: str,
-    prefix: str,
-    properties: dict[str, Any] | None = None,
-    **extra: Any,
-) -> Path:
-    """A config file for one test; ``extra`` keys use ``_`` for ``.``, ``properties`` are taken as written."""
-    config = tmp_path / "mongocdc.yaml"
-    merged: dict[str, Any] = {
-        "name": f"it-{prefix}",
-        "mongodb.connection.string": mongo_uri,
-        "topic.prefix": prefix,
-        "offset.storage.file.filename": str(tmp_path / "offsets.db"),
-        "offset.flush.interval.ms": 500,
-        "poll.interval.ms": 200,
-        "database.include.list": db,
-        "collection.exclude.list": f"{db}\\.skipped",
-    }
-    merged.update({k.replace("_", "."): v for k, v in extra.items()})
-    merged.update(properties or {})
-    lines = [f"{k}: {json.dumps(v)}" for k, v in merged.items()]
-    # the nested form of the same keys works too
-    lines += ["kafka:", f"  bootstrap.servers: {json.dumps(bootstrap)}"]
-    config.write_text("\n".join(lines) + "\n")
-    return config
-
-
-def topic_counts(bootstrap: str, topics: list[str]) -> list[int]:
-    return [len(read_topic(bootstrap, t)) for t in topics]
-
-
-def key_id(value: Any) -> str:
-    return json_util.dumps(value, json_options=json_util.RELAXED_JSON_OPTIONS)
 
 
 def test_stream_stop_resume_delivers_every_change_exactly_once(

@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from mongocdc.events.notifications import Notification, decode_value
 from mongocdc.kafka.consumer import BEGINNING, KafkaConsumer
 from mongocdc.kafka.errors import Endpoint
-from mongocdc.sinks.kafka.notifications import Notification, decode_value
 
 _LOOK_AGAIN_S = 1.0
 """How often a topic that does not exist yet is looked for."""

@@ -73,14 +73,17 @@ def produce(bootstrap: str, topic: str, records: list[Record]) -> None:
     assert errors == []
 
 
-def consume(bootstrap: str, group: str, topic: str, count: int | None, timeout: float = 60.0) -> list[Any]:
-    """Read ``count`` records (or up to the end) with consumer group ``group``, commit exactly what was read, leave."""
+def group_read(
+    bootstrap: str, group: str, topic: str, count: int | None, *, reset: str, timeout: float
+) -> tuple[list[Any], dict[int, int]]:
+    """A confluent-kafka member of ``group``: reads ``count`` records of ``topic`` (``None``: up to the end), commits
+    exactly what it read and leaves; the records and the offsets committed, by partition."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
+            "auto.offset.reset": reset,
             "enable.partition.eof": True,
         }
     )
@@ -111,7 +114,12 @@ def consume(bootstrap: str, group: str, topic: str, count: int | None, timeout: 
             consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in commits.items()], asynchronous=False)
     finally:
         consumer.close()
-    return got
+    return got, commits
+
+
+def consume(bootstrap: str, group: str, topic: str, count: int | None, timeout: float = 60.0) -> list[Any]:
+    """Read ``count`` records (or up to the end) with consumer group ``group``, commit exactly what was read, leave."""
+    return group_read(bootstrap, group, topic, count, reset="earliest", timeout=timeout)[0]
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int = 3) -> dict[int, int]:
@@ -272,42 +280,7 @@ def java_reader(tmp_path_factory: pytest.TempPathFactory) -> JavaGroupReader:
 
 def python_group_read(bootstrap: str, group: str, topic: str, count: int | None, reset: str = "latest") -> Read:
     """A confluent-kafka group member: reads ``count`` records (``None``: up to the end), commits what it read."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "auto.offset.reset": reset,
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.subscribe([topic])
-    got: list[Any] = []
-    eof: set[int] = set()
-    deadline = time.monotonic() + 120
-    try:
-        while count is None or len(got) < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"group {group} read {len(got)} of {count} records of {topic}")
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == -191:  # _PARTITION_EOF
-                    eof.add(msg.partition())
-                    assignment = {tp.partition for tp in consumer.assignment()}
-                    if count is None and assignment and eof >= assignment:
-                        break
-                continue
-            eof.discard(msg.partition())
-            got.append(msg)
-        commits: dict[int, int] = {}
-        for msg in got:
-            commits[msg.partition()] = max(commits.get(msg.partition(), 0), msg.offset() + 1)
-        if commits:
-            consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in commits.items()], asynchronous=False)
-    finally:
-        consumer.close()
+    got, commits = group_read(bootstrap, group, topic, count, reset=reset, timeout=120)
     return Read([(m.partition(), m.offset(), m.key().decode()) for m in got], commits)
 
 

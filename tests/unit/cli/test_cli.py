@@ -20,8 +20,8 @@ from mongocdc.cli.options import OFFSETS, settings_flags
 from mongocdc.cli.state import state
 from mongocdc.config import PROPERTIES, Settings
 from mongocdc.errors import ExitCode
+from tests.unit.cli.helpers import REPO, mongocdc
 
-REPO = Path(__file__).resolve().parents[3]
 GROUPS = [
     "discover",
     "snapshot",
@@ -421,24 +421,6 @@ def test_a_closed_pipe_exits_0_quietly(tmp_path: Path, args: list[str], config: 
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (0, "")
-
-
-def mongocdc(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """The real command, in an environment without the caller's ``MONGOCDC_*`` settings plus ``env``."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("MONGOCDC_") or k.startswith("MONGOCDC_TEST_")}
-    clean.pop("COLUMNS", None)  # rich's width for a pipe: its default, 80
-    return subprocess.run(
-        [sys.executable, "-m", "mongocdc", *args],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-        env=clean | (env or {}),
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_kubernetes_service_variables_named_mongocdc_are_ignored_with_a_warning_each(tmp_path: Path) -> None:

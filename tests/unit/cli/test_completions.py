@@ -8,15 +8,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
-import click
 import pytest
 
 from mongocdc.cli import docs
 from mongocdc.config import PROPERTIES
-from tests.unit.cli.test_cli import REPO, mongocdc
+from tests.unit.cli.helpers import REPO, mongocdc, parse_command_line
 
 BASH = REPO / "completions" / "mongocdc.bash"
 ZSH = REPO / "completions" / "_mongocdc"
@@ -256,23 +254,6 @@ def test_man_page_has_examples_choices_defaults_and_every_environment_variable()
     assert "Default: auto." in spark_format
 
 
-def _parse(argv: list[str]) -> None:
-    """``argv`` parsed by the real command tree, as click parses it before running a command."""
-    root = docs.root_command()
-    ctx = root.make_context("mongocdc", list(argv))
-    command: click.Command = root
-    while isinstance(command, click.Group):
-        with warnings.catch_warnings():  # click 8.2 deprecates protected_args, where 8.1 keeps the command
-            warnings.simplefilter("ignore", DeprecationWarning)
-            args = [*ctx.protected_args, *ctx.args]
-        if not args:
-            return
-        name, sub, rest = command.resolve_command(ctx, args)
-        assert sub is not None, argv
-        ctx = sub.make_context(name, rest, parent=ctx)
-        command = sub
-
-
 def test_every_command_has_examples_that_parse_as_shown() -> None:
     root = docs.root_command()
     man = (REPO / "man" / "mongocdc.1").read_text()
@@ -285,5 +266,5 @@ def test_every_command_has_examples_that_parse_as_shown() -> None:
                 argv = argv[1:]
             argv = argv[: argv.index(">")] if ">" in argv else argv
             assert argv[0] == "mongocdc" and all(name in argv for name in node.path), example
-            _parse(argv[1:])
+            parse_command_line(argv[1:])
             assert docs._roff(example) in man, example

@@ -6,19 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mongocdc.offsets.sqlite import SqliteOffsetStore
-from tests.unit.cli.test_cli import mongocdc
-
-
-def connector_dir(root: Path) -> Path:
-    """``root/conf/c.yaml`` keeping its offsets in ``state/offsets.db`` (relative), with one stored offset."""
-    conf = root / "conf"
-    conf.mkdir()
-    (conf / "c.yaml").write_text("name: app\ntopic.prefix: shop\noffset.storage.file.filename: state/offsets.db\n")
-    store = SqliteOffsetStore(conf / "state" / "offsets.db")
-    store.commit("app", "rs0", {"sec": 7, "ord": 1, "resume_token": None})
-    store.close()
-    return conf
+from tests.unit.cli.helpers import connector_dir, mongocdc
 
 
 def test_a_relative_path_in_a_config_file_is_relative_to_the_files_directory(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from mongocdc.cli.incremental_wait import STOPPED, NotificationProgress, collection_rows
-from mongocdc.sinks.kafka.notifications import Notification, decode_value, encode_value, incremental_snapshot
-from tests.unit.cli.test_cli import mongocdc
-from tests.unit.engine.test_incremental_snapshot import NS, Model, execute, snapshotter
+from mongocdc.events.notifications import Notification, decode_value, encode_value, incremental_snapshot
+from tests.unit.cli.helpers import mongocdc
+from tests.unit.engine.helpers import NS, Model, execute, snapshotter
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 

@@ -13,7 +13,7 @@ import pytest
 from mongocdc.cli.metrics_server import CONTENT_TYPE, Health, MetricsServer
 from mongocdc.engine.metrics import Metrics
 from mongocdc.errors import ExitCode, UsageError
-from tests.unit.engine.test_metrics import parse_exposition, sample
+from tests.unit.engine.exposition import parse_exposition, sample
 
 
 def get(url: str) -> tuple[int, str, str]:

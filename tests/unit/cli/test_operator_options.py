@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.cli.test_cli import mongocdc
-from tests.unit.cli.test_config_paths import connector_dir
+from tests.unit.cli.helpers import connector_dir, mongocdc
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.cli.test_cli import mongocdc
+from tests.unit.cli.helpers import mongocdc
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 

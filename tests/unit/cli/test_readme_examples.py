@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.cli.test_completions import _parse
+from tests.unit.cli.helpers import parse_command_line
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 
@@ -36,4 +36,4 @@ def test_a_readme_command_parses_as_shown(example: str) -> None:
     argv = shlex.split(example, comments=True)
     for end in ("|", ">", "&&", ";"):
         argv = argv[: argv.index(end)] if end in argv else argv
-    _parse(argv[1:])  # a usage error (unknown option or command, bad value) raises here
+    parse_command_line(argv[1:])  # a usage error (unknown option or command, bad value) raises here

@@ -27,7 +27,7 @@ from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.offsets.base import OffsetRecord
 from mongocdc.offsets.memory import MemoryOffsetStore
 from tests.unit.engine.fakes import START, ScriptedScanner, ScriptedSource, change
-from tests.unit.engine.test_snapshot import collections, expected_ids
+from tests.unit.engine.helpers import collections, expected_ids
 
 Record = tuple[str, bytes | None, bytes | None]
 

@@ -12,7 +12,6 @@ import datetime as dt
 import json
 import re
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +34,7 @@ from mongocdc.engine.incremental import (
 from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.events.codec import value_to_json
 from mongocdc.events.position import Position
+from tests.unit.engine.helpers import matches, sort_key
 
 NS = "shop.orders"
 OTHER = "shop.customers"
@@ -380,33 +380,6 @@ def test_malformed_offsets_name_the_field(change: dict[str, Any], message: str) 
 
 # Keys of three brackets (null, numbers, strings) so the walk crosses brackets; compared as MongoDB does.
 MODEL_KEYS: list[Any] = [None, 0, 1, 2, 3, 4, 5, "a", "b", "c", "d"]
-
-
-def sort_key(value: Any) -> tuple[int, Any]:
-    bracket = id_bracket(value)
-    return (bracket, 0 if value is None else value)
-
-
-def matches(query: Mapping[str, Any], value: Any) -> bool:
-    """Evaluate the ``_id`` clauses :meth:`IncrementalSnapshotState.chunk_query` builds."""
-    if "$and" in query:
-        return all(matches(clause, value) for clause in query["$and"])
-    (name, condition), *rest = query.items()
-    assert name == "_id" and not rest, query
-    for op, arg in condition.items():
-        if op == "$type":
-            if not set(arg) & set(ID_TYPE_BRACKETS[id_bracket(value)]):
-                return False
-        elif op in ("$gt", "$lte"):
-            if id_bracket(arg) != id_bracket(value):
-                return False
-            if op == "$gt" and not sort_key(value) > sort_key(arg):
-                return False
-            if op == "$lte" and not sort_key(value) <= sort_key(arg):
-                return False
-        else:
-            raise AssertionError(op)
-    return True
 
 
 @dataclass

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,63 +15,13 @@ from mongocdc.engine.incremental import IncrementalSnapshotState, WindowState
 from mongocdc.engine.incremental_snapshot import NOTHING, BlockingSnapshot, IncrementalSnapshotter, Step
 from mongocdc.engine.source_offset import SourceOffset
 from mongocdc.engine.streaming import StreamingTask, StreamOptions
-from mongocdc.events.changes import SignalChange, StreamedChange, convert_change
 from mongocdc.events.envelope import EnvelopeCodec
 from mongocdc.events.position import Position
-from mongocdc.events.signals import PauseSnapshot, Signal, WindowClose, WindowOpen, parse_signal, serialize_signal
+from mongocdc.events.signals import PauseSnapshot, Signal, parse_signal
 from mongocdc.offsets.memory import MemoryOffsetStore
 from mongocdc.sources.base import Idle, StreamItem
-from tests.unit.engine.fakes import RecordingSink, change
-from tests.unit.engine.test_incremental import matches, sort_key
-
-NS = "shop.orders"
-
-
-class Model:
-    """``shop.orders`` with integer ``_id``s, and one change stream over it and the signal collection.
-
-    It is the snapshotter's chunk reader and watermark writer; the change stream is a queue the
-    writer appends to (as MongoDB does with the watermark inserts) and the test's writes too.
-    """
-
-    def __init__(self, ids: Sequence[int]) -> None:
-        self.documents = {i: {"_id": i, "v": 0} for i in ids}
-        self.stream: deque[StreamItem] = deque()
-        self.watermarks: list[Position] = []
-        self.sec = 1000
-
-    def position(self) -> Position:
-        self.sec += 1
-        return Position(self.sec, 1, Position.token_bytes({"_data": f"{self.sec:08d}"}))
-
-    # the change stream's view of the signal collection
-    def signal(self, document: Mapping[str, Any], operation: str = "insert") -> None:
-        self.stream.append(SignalChange(operation, document, document["_id"], self.position()))
-
-    def update_next(self, doc_id: int) -> None:
-        """Another client updates ``doc_id``; the change is the next the stream delivers."""
-        self.documents[doc_id]["v"] += 1
-        raw = change(doc_id, "update")
-        raw["fullDocument"] = dict(self.documents[doc_id])
-        item = convert_change(raw, rs="rs0")
-        assert isinstance(item, StreamedChange)
-        self.stream.appendleft(StreamedChange(item.event, self.position()))
-
-    # ChunkReader
-    def maximum_key(self, namespace: str, query: Mapping[str, Any]) -> tuple[bool, Any]:
-        assert namespace == NS and not query
-        return (True, max(self.documents)) if self.documents else (False, None)
-
-    def chunk(self, namespace: str, query: Mapping[str, Any], limit: int) -> list[Mapping[str, Any]]:
-        ids = sorted((i for i in self.documents if matches(query, i)), key=sort_key)[:limit]
-        return [dict(self.documents[i]) for i in ids]
-
-    # WatermarkWriter
-    def write_watermark(self, kind: Any, chunk_id: str, strategy: Any = "insert_insert") -> str:
-        signal = WindowOpen.for_chunk(chunk_id) if kind == "open" else WindowClose.for_chunk(chunk_id)
-        self.signal(serialize_signal(signal))
-        self.watermarks.append(self.stream[-1].position)
-        return signal.id
+from tests.unit.engine.fakes import RecordingSink
+from tests.unit.engine.helpers import NS, Model, execute, snapshotter
 
 
 class ModelSource:
@@ -136,14 +85,6 @@ class FakeKafkaSignals:
 
     def close(self) -> None:
         self.closed += 1
-
-
-def snapshotter(model: Model, **kwargs: Any) -> IncrementalSnapshotter:
-    return IncrementalSnapshotter(reader=model, writer=model, captured=lambda: [NS, "shop.other"], **kwargs)
-
-
-def execute(signal_id: str, snapshot_type: str = "incremental") -> dict[str, Any]:
-    return {"_id": signal_id, "type": "execute-snapshot", "data": {"data-collections": [NS], "type": snapshot_type}}
 
 
 def test_reads_come_back_at_the_close_watermark_without_the_keys_changed_inside_the_window() -> None:

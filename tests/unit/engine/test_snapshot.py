@@ -23,17 +23,7 @@ from mongocdc.events.position import Position
 from mongocdc.events.snapshot import SnapshotState
 from mongocdc.offsets.sqlite import SqliteOffsetStore
 from tests.unit.engine.fakes import START, RecordingSink, ScriptedScanner, ScriptedSource, change
-
-MIXED_IDS: list[Any] = [3, 1, 2.5, "b", "a", {"k": 1}, None, True, 10, "c", 7]
-
-
-def collections() -> dict[str, list[dict[str, Any]]]:
-    return {
-        "shop.orders": [{"_id": i, "n": str(i)} for i in MIXED_IDS],
-        "shop.customers": [{"_id": f"c{i}"} for i in range(5)],
-        "shop.single": [{"_id": 1}],
-        "shop.empty": [],
-    }
+from tests.unit.engine.helpers import MIXED_IDS, collections, expected_ids
 
 
 def scanners(fetch_size: int = 2, **kwargs: Any) -> list[ScriptedScanner]:
@@ -74,10 +64,6 @@ def runner(
         ),
         stop=stop,
     )
-
-
-def expected_ids() -> Counter[tuple[str, str]]:
-    return Counter((ns, repr(d["_id"])) for ns, docs in collections().items() for d in docs)
 
 
 @pytest.mark.parametrize("threads", [1, 3])

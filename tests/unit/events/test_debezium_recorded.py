@@ -11,11 +11,8 @@ The initial snapshot's reads are compared on their documents and keys (their tim
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections import defaultdict
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import bson
@@ -29,28 +26,10 @@ from mongocdc.events.codec import document_to_json, value_to_json
 from mongocdc.events.envelope import CONTEXT_HEADER_PREFIX, EnvelopeCodec, heartbeat_record
 from mongocdc.events.java import default_partition
 from mongocdc.events.model import ChangeEvent, Op
+from tests.unit.events.helpers import RECORDED, change_events, debezium_records, read_jsonl
 
-RECORDED = Path(__file__).parent / "recorded" / "debezium"
 PREFIX = "dbz"
 PARTITIONS = 3
-
-
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.exists():
-        path = path.with_name(path.name + ".gz")
-        text = gzip.decompress(path.read_bytes()).decode()
-    else:
-        text = path.read_text()
-    for line in text.splitlines():
-        yield json.loads(line)
-
-
-def debezium_records(schemas: bool) -> list[dict[str, Any]]:
-    return list(_lines(RECORDED / f"schemas-{str(schemas).lower()}" / "records.jsonl"))
-
-
-def change_events(schemas: bool) -> list[dict[str, Any]]:
-    return list(_lines(RECORDED / f"schemas-{str(schemas).lower()}" / "changes.jsonl"))
 
 
 def _normal(value: str | None) -> Any:
@@ -143,7 +122,7 @@ def test_streamed_records_are_debeziums(schemas: bool) -> None:
 def test_initial_snapshot_reads_have_debeziums_keys_documents_and_partitions() -> None:
     """Every document the snapshot read, rendered by mongocdc from the workload's input."""
     documents: dict[str, dict[str, Any]] = {}
-    for step in _lines(RECORDED / "input.jsonl"):
+    for step in read_jsonl(RECORDED / "input.jsonl"):
         if step.get("phase") == "snapshot" and step.get("after") is not None:
             document = json_util.loads(json.dumps(step["after"]))
             documents.setdefault(f"{PREFIX}.{step['ns']}", {})[value_to_json(document["_id"])] = document

@@ -252,8 +252,8 @@ def test_export_says_which_other_offsets_of_the_connector_debezium_might_read(
 def test_a_connect_kafka_option_librdkafka_does_not_know_is_a_warning_with_the_closest_property(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mongocdc.cli.commands_offsets import connect_location
     from mongocdc.config import load_settings, loading
+    from mongocdc.offsets.connect_locations import connect_location
 
     monkeypatch.setattr(loading, "_WARNED_CLIENT_KEYS", set())
     settings = load_settings(None, {}, {})

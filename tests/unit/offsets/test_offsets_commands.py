@@ -13,8 +13,9 @@ from typing import Any
 import bson
 import pytest
 
-from mongocdc.cli.commands_offsets import parse_epoch_seconds, parse_resume_token
+from mongocdc.cli.commands_offsets import parse_epoch_seconds
 from mongocdc.cli.main import run
+from mongocdc.engine.source_offset import parse_resume_token
 from mongocdc.errors import ExitCode, UsageError
 from mongocdc.offsets.sqlite import SqliteOffsetStore
 
@@ -299,7 +300,7 @@ def test_tables_and_json_show_the_whole_resume_token_as_its_data_hex_string(
     db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Whole, as MongoDB and Debezium's logs show it: the stored Base64 of BSON is for the store only."""
-    from tests.unit.cli.test_cli import mongocdc
+    from tests.unit.cli.helpers import mongocdc
 
     assert offsets_cli(db, "set", "--resume-token", LONG_TOKEN, "-p", "rs0", "--yes") == ExitCode.OK
     table = capsys.readouterr().out

@@ -23,7 +23,7 @@ from bson import json_util
 
 from mongocdc.events.codec import value_to_json
 from tests.spark_support import records
-from tests.unit.events.test_debezium_recorded import RECORDED, debezium_records
+from tests.unit.events.helpers import RECORDED, debezium_records
 
 pytestmark = pytest.mark.spark
 
