@@ -1,9 +1,10 @@
 """What the whole suite shares: the real services, the Spark session and a configuration-free environment.
 
-One Kafka broker and one MongoDB server per test run; ``MONGOCDC_TEST_KAFKA_BOOTSTRAP`` (and
-``MONGOCDC_TEST_KAFKA_BOOTSTRAP_2`` for the replication tests' second cluster) and
-``MONGOCDC_TEST_MONGODB_URI`` point the suite at existing services instead (a real replica set, a
-real Kafka cluster).
+One Kafka broker and one MongoDB server per test run, or per worker when pytest-xdist runs the suite in
+parallel (``-n``, pyproject.toml's addopts: session-scoped fixtures are per worker process).
+``MONGOCDC_TEST_KAFKA_BOOTSTRAP`` (and ``MONGOCDC_TEST_KAFKA_BOOTSTRAP_2`` for the replication tests' second
+cluster) and ``MONGOCDC_TEST_MONGODB_URI`` point the suite at existing services instead (a real replica set,
+a real Kafka cluster), which the workers then share.
 """
 
 from __future__ import annotations
@@ -24,6 +25,19 @@ hypothesis.settings.load_profile("mongocdc")
 if TYPE_CHECKING:
     from tests.services.kafka import KafkaBroker
     from tests.spark_support import SharedSession
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """With pytest-xdist disabled (``-p no:xdist``), accept and ignore the ``--numprocesses``, ``--dist`` and
+    ``--no-loadscope-reorder`` of pyproject.toml's addopts, so that the suite runs serially in this process instead
+    of failing on unknown options (addopts spells them long for this: a conftest may not define the short ``-n``)."""
+    if pluginmanager.has_plugin("xdist"):
+        return
+    group = parser.getgroup("xdist", "pytest-xdist disabled (-p no:xdist): these options are ignored")
+    group.addoption("--numprocesses", dest="numprocesses", default=None, help="ignored without pytest-xdist")
+    group.addoption("--dist", dest="dist", default="no", help="ignored without pytest-xdist")
+    group.addoption("--no-loadscope-reorder", action="store_true", help="ignored without pytest-xdist")
+
 
 KAFKA_ENV = "MONGOCDC_TEST_KAFKA_BOOTSTRAP"
 SECOND_KAFKA_ENV = "MONGOCDC_TEST_KAFKA_BOOTSTRAP_2"

@@ -1,7 +1,7 @@
 """The shared local Spark session of the Spark tests, and helpers to feed the job Kafka-shaped rows.
 
-One ``local[2]`` session per test run (:class:`SharedSession`, behind the ``spark`` fixture in
-tests/conftest.py): each cold start costs seconds. The Kafka source and Delta Lake come from the Ivy
+One ``local[2]`` session per test run, or per pytest-xdist worker (:class:`SharedSession`, behind the ``spark``
+fixture in tests/conftest.py): each cold start costs seconds. The Kafka source and Delta Lake come from the Ivy
 directory scripts/bootstrap fills (``.cache/spark/ivy``, or ``$MONGOCDC_TEST_CACHE_DIR/spark/ivy``), so
 tests never download. Records are built by the real :class:`EnvelopeCodec` (:func:`envelope`).
 """
@@ -58,13 +58,17 @@ def start_session(ivy: Path) -> Any:
     from pyspark.sql import SparkSession
 
     from mongocdc.spark.packages import ensure_packages
+    from tests.services.jvm import file_lock
 
     conf = session_conf(ivy)
-    ensure_packages(conf["spark.jars.packages"].split(","), ivy)
-    builder = SparkSession.builder.master("local[2]").appName("mongocdc-tests")
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    # One start at a time per Ivy directory: spark-submit resolves the packages into it at every start, and Ivy
+    # does not lock its cache against parallel pytest-xdist workers (each with a session of its own).
+    with file_lock(ivy / ".mongocdc-session-start.lock"):
+        ensure_packages(conf["spark.jars.packages"].split(","), ivy)
+        builder = SparkSession.builder.master("local[2]").appName("mongocdc-tests")
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
 

@@ -10,7 +10,8 @@
   given), its properties and log4j2 files, start with retries (a port taken by
   another process, a CDS archive the JVM failed with), graceful stop (SIGTERM, then SIGKILL),
   the tails of its logs.
-* Process helpers for every test service: free loopback ports, :func:`kill`, log tails,
+* Process helpers for every test service: free loopback ports (claimed across the machine's test
+  processes, so parallel pytest-xdist workers never pick the same one), :func:`kill`, log tails,
   :class:`StopOnExit` (``with service:`` ends with ``service.stop()``) and
   :class:`ServiceCommand` (a service's command line, stopped by SIGTERM/SIGINT).
 """
@@ -43,6 +44,7 @@ __all__ = [
     "CDS_ENV",
     "HOST",
     "JVM_OPTIONS",
+    "PORT_CLAIMS_ENV",
     "REPO_ROOT",
     "SHARED_CACHE_ENV",
     "STAMP",
@@ -51,6 +53,7 @@ __all__ = [
     "ServiceCommand",
     "StopOnExit",
     "cache_root",
+    "file_lock",
     "find_java",
     "free_ports",
     "kill",
@@ -129,7 +132,10 @@ def _is_complete(directory: Path, digest: str, required: Sequence[Path]) -> bool
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if need be): one-time installs and builds into the shared
+    cache, which parallel pytest-xdist workers (and other checkouts sharing ``.cache``) may start at once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
@@ -202,7 +208,7 @@ def resolve_once(
         return target
 
     version_dir.mkdir(parents=True, exist_ok=True)
-    with _file_lock(version_dir / ".lock"):
+    with file_lock(version_dir / ".lock"):
         if _is_complete(target, digest, required):  # another process finished while we waited
             return target
         for stale in [*version_dir.glob(f"{name}.tmp-*"), *version_dir.glob(f"{name}.old-*")]:
@@ -349,10 +355,55 @@ def kill(proc: subprocess.Popen[bytes], grace_s: float) -> bool:
 
 _handed_out_ports: set[int] = set()
 _ports_lock = threading.Lock()
+PORT_CLAIMS_ENV: Final = "MONGOCDC_TEST_PORT_CLAIMS"
+_PORT_CLAIM_S: Final = 3600.0
+
+
+def _port_claims_dir() -> Path | None:
+    """Where the processes of the machine's test runs (pytest-xdist workers, other checkouts) claim the ports they
+    hand out: ``$MONGOCDC_TEST_PORT_CLAIMS``, else ``<tmp>/mongocdc-test-ports``; None if it cannot be made."""
+    given = os.environ.get(PORT_CLAIMS_ENV, "").strip()
+    directory = Path(given) if given else Path(tempfile.gettempdir()) / "mongocdc-test-ports"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return directory
+
+
+def _claim_port(directory: Path | None, port: int) -> bool:
+    """Claim ``port`` for this process for an hour (a file ``<port>`` created exclusively); False if another
+    process claimed it within the hour. A claim outlives its probe on purpose: a service that stops and starts
+    again on the same port (a restart, an outage test) finds it still free of other test services."""
+    if directory is None:
+        return True
+    claim = directory / str(port)
+    for _ in range(2):
+        try:
+            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                if time.time() - claim.stat().st_mtime < _PORT_CLAIM_S:
+                    return False
+                claim.unlink()  # stale: claimed more than an hour ago
+            except FileNotFoundError:
+                pass
+            except OSError:
+                return False
+            continue
+        except OSError:
+            return True  # a read-only or full temp directory: fall back to the probe alone
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{os.getpid()}\n")
+        return True
+    return False
 
 
 def free_ports(count: int) -> list[int]:
-    """Loopback ports free now and not handed out before by this process."""
+    """Loopback ports free now, not handed out before by this process, nor within the hour by another test process
+    of this machine (parallel pytest-xdist workers probe at the same time: the kernel may offer the same port to two
+    of them before either service binds it)."""
+    directory = _port_claims_dir()
     with _ports_lock, contextlib.ExitStack() as stack:
         ports: list[int] = []
         while len(ports) < count:
@@ -360,7 +411,7 @@ def free_ports(count: int) -> list[int]:
             stack.enter_context(sock)
             sock.bind((HOST, 0))
             port: int = sock.getsockname()[1]
-            if port not in _handed_out_ports:
+            if port not in _handed_out_ports and port not in ports and _claim_port(directory, port):
                 ports.append(port)
         _handed_out_ports.update(ports)
         return ports

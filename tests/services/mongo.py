@@ -46,7 +46,7 @@ from typing import ClassVar, Self
 import pymongo
 import pymongo.errors
 
-from tests.services.jvm import StopOnExit, find_java
+from tests.services.jvm import StopOnExit, file_lock, find_java, free_ports
 
 __all__ = [
     "CANDIDATES",
@@ -89,7 +89,10 @@ def cache_dir() -> Path:
 
 
 def free_port(host: str = LOOPBACK) -> int:
-    """A currently free TCP port on ``host`` (the OS picks it)."""
+    """A currently free TCP port on ``host`` (the OS picks it); on loopback also one that no other test process of
+    the machine (a parallel pytest-xdist worker) has claimed (``tests.services.jvm.free_ports``)."""
+    if host == LOOPBACK:
+        return free_ports(1)[0]
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
@@ -104,14 +107,27 @@ def _run(cmd: list[str], *, cwd: Path | None = None) -> None:
         )
 
 
+def _install_lock(name: str) -> contextlib.AbstractContextManager[None]:
+    """One install of ``name`` at a time across processes (parallel pytest-xdist workers start servers at once)."""
+    return file_lock(cache_dir() / f".{name}.install.lock")
+
+
+def _installed(distribution: str, version: str) -> bool:
+    try:
+        return importlib.metadata.version(distribution) == version
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
 def _pip_install(requirement: str, distribution: str, version: str) -> None:
     """Install ``requirement`` into the running interpreter's environment unless present."""
-    try:
-        if importlib.metadata.version(distribution) == version:
+    if _installed(distribution, version):
+        return
+    with _install_lock(distribution):
+        importlib.invalidate_caches()
+        if _installed(distribution, version):  # another process installed it while we waited
             return
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement])
+        _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement])
 
 
 def _distribution_version(distribution: str) -> str:
@@ -140,6 +156,14 @@ def _install_java_artifacts(name: str, pom: Path, sources: list[Path]) -> Path:
     stamp_file = target / "STAMP"
     if stamp_file.exists() and stamp_file.read_text().strip() == stamp:
         return target
+    with _install_lock(name):
+        if stamp_file.exists() and stamp_file.read_text().strip() == stamp:  # installed while we waited
+            return target
+        return _build_java_artifacts(name, pom, sources, stamp, target)
+
+
+def _build_java_artifacts(name: str, pom: Path, sources: list[Path], stamp: str, target: Path) -> Path:
+    stamp_file = target / "STAMP"
     cache_dir().mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=cache_dir()))
     try:
@@ -185,6 +209,11 @@ def _install_java_artifacts(name: str, pom: Path, sources: list[Path]) -> Path:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def _port_taken(message: str) -> bool:
+    lowered = message.lower()
+    return "address already in use" in lowered or "errno 98" in lowered
 
 
 class MongoServer(StopOnExit):
@@ -259,24 +288,34 @@ class MongoServer(StopOnExit):
             self._own_data_dir = Path(tempfile.mkdtemp(prefix=f"mongocdc-{self.name}-"))
             self._data_dir = self._own_data_dir
         self._data_dir.mkdir(parents=True, exist_ok=True)
-        if self._port is None:
-            self._port = free_port(self.host)
+        chosen_port = self._port is None
         self._log_path = self._data_dir / f"{self.name}.log"
         began = time.monotonic()
-        with self._log_path.open("ab") as log:
-            self._proc = subprocess.Popen(
-                self._command(self._port, self._data_dir),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self._data_dir,
-                start_new_session=True,
-            )
-        try:
-            self._wait_until_ready(began + self.startup_timeout)
-        except BaseException:
-            self._terminate()
-            raise
+        for attempt in range(1, 4):
+            if self._port is None:
+                self._port = free_port(self.host)
+            with self._log_path.open("ab") as log:
+                self._proc = subprocess.Popen(
+                    self._command(self._port, self._data_dir),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=self._data_dir,
+                    start_new_session=True,
+                )
+            try:
+                self._wait_until_ready(began + self.startup_timeout)
+            except ServerStartError as exc:
+                self._terminate()
+                # A port this call chose was taken by another process before the server bound it: try another.
+                if not (chosen_port and attempt < 3 and _port_taken(str(exc))):
+                    raise
+                self._port = None
+                continue
+            except BaseException:
+                self._terminate()
+                raise
+            break
         self.startup_seconds = time.monotonic() - began
 
     def stop(self) -> None:
@@ -413,8 +452,18 @@ class SecantusRsServer(MongoServer):
     def ensure_installed(cls) -> None:
         target = cache_dir() / cls.name
         stamp_file = target / "STAMP"
-        if stamp_file.exists() and stamp_file.read_text().strip() == cls.version and cls.binary().exists():
+
+        def installed() -> bool:
+            return stamp_file.exists() and stamp_file.read_text().strip() == cls.version and cls.binary().exists()
+
+        if installed():
             return
+        with _install_lock(cls.name):
+            if not installed():  # else another process built it while we waited
+                cls._build(target)
+
+    @classmethod
+    def _build(cls, target: Path) -> None:
         cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
         if not Path(cargo).exists():
             raise InstallError("cargo not found (a Rust toolchain is needed to build secantusd-rs)")
