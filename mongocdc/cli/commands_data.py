@@ -6,7 +6,7 @@ import base64
 import json
 import sys
 from datetime import UTC, datetime
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from click.core import ParameterSource
@@ -17,6 +17,9 @@ from mongocdc.cli.record_format import OFFSET_FORMS, RecordFormat, format_help, 
 from mongocdc.cli.state import Output, state
 from mongocdc.cli.times import time_help
 from mongocdc.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:  # the reader imports confluent_kafka: not for --help
+    from mongocdc.kafka.reader import DumpRecord, StartAt
 
 
 def decode_bytes(raw: bytes | None) -> Any:
@@ -195,8 +198,25 @@ def dump(
     -p reads some partitions only, --follow keeps waiting for new records. -o table shows keys and values on one
     line each, longer than 100 characters shortened; -o json prints one object per record.
     """
-    from mongocdc.kafka.reader import TopicReader
+    modes = _dump_modes(ctx, record_format=record_format, key_only=key_only, raw=raw)
+    start = parse_offsets(offset or [], timestamp)
+    text_format = RecordFormat.compile(record_format if record_format is not None else "%k\\n" if key_only else "%s\\n")
+    table = _DumpTable(topic) if output is Output.table and not modes else None
+    _dump_records(
+        ctx,
+        topic,
+        start,
+        partitions=partition,
+        max_messages=max_messages,
+        timeout=timeout,
+        follow=follow,
+        text_format=text_format if modes else None,
+        table=table,
+    )
 
+
+def _dump_modes(ctx: typer.Context, *, record_format: str | None, key_only: bool, raw: bool) -> list[str]:
+    """The as-they-are output options given (--format, --key-only, --raw): at most one, and not with --output."""
     modes = [name for name, given in (("--format", record_format), ("--key-only", key_only), ("--raw", raw)) if given]
     if len(modes) > 1:
         raise UsageError(f"give one of {', '.join(modes)}", hint="--key-only is --format '%k\\n', --raw '%s\\n'")
@@ -205,43 +225,62 @@ def dump(
             f"{modes[0]} prints records as they are: it takes no --output",
             hint="leave out -o, or leave out " + modes[0],
         )
-    start = parse_offsets(offset or [], timestamp)
-    text_format = RecordFormat.compile(record_format if record_format is not None else "%k\\n" if key_only else "%s\\n")
-    table = _DumpTable(topic) if output is Output.table and not modes else None
+    return modes
+
+
+def _dump_records(
+    ctx: typer.Context,
+    topic: str,
+    start: StartAt,
+    *,
+    partitions: list[int] | None,
+    max_messages: int | None,
+    timeout: float,
+    follow: bool,
+    text_format: RecordFormat | None,
+    table: _DumpTable | None,
+) -> None:
+    """Read ``topic`` and print each record: rendered by ``text_format`` when given, else into ``table`` when
+    given, else as a JSON line."""
+    from mongocdc.kafka.reader import TopicReader
+
     settings = state(ctx).settings()
     reader = TopicReader(settings.kafka_client)
     try:
         records = reader.read(
             topic,
             start,
-            partitions=partition,
+            partitions=partitions,
             max_messages=max_messages,
             timeout=timeout,
             follow=follow,
             on_idle=table.flush if table is not None else None,
         )
         for record in records:
-            if modes:
+            if text_format is not None:
                 sys.stdout.buffer.write(text_format.render(record))
                 sys.stdout.buffer.flush()
             elif table is not None:
                 table.add(record)
             else:
-                render.print_json(
-                    {
-                        "topic": record.topic,
-                        "partition": record.partition,
-                        "offset": record.offset,
-                        "timestamp": record.timestamp_ms,
-                        "key": decode_bytes(record.key),
-                        "value": decode_bytes(record.value),
-                        "headers": {k: decode_bytes(v) for k, v in record.headers},
-                    }
-                )
+                render.print_json(_dump_json(record))
         if table is not None:
             table.flush()
     finally:
         reader.close()
+
+
+def _dump_json(record: DumpRecord) -> dict[str, Any]:
+    """``topic dump -o json``: one record, its key, value and headers decoded."""
+    return {
+        "topic": record.topic,
+        "partition": record.partition,
+        "offset": record.offset,
+        "timestamp": record.timestamp_ms,
+        "key": decode_bytes(record.key),
+        "value": decode_bytes(record.value),
+        "headers": {k: decode_bytes(v) for k, v in record.headers},
+    }
 
 
 @topic_app.command("list", epilog=examples("mongocdc topic list", "mongocdc topic list shop. -o json"))

@@ -1,10 +1,9 @@
 """Loading settings from a config file, the environment and command-line flags.
 
-Precedence, highest first: flags (``overrides``) > environment > config file >
-defaults. A ``None`` value in any source means "not set here", so an unset
-flag never hides the environment or the file. Every problem found — unknown
-keys, bad values, conflicting properties — is collected first and reported
-in one ``ConfigError``, one line each, so an operator fixes everything at once.
+Precedence, highest first: flags (``overrides``) > environment > config file > defaults. A ``None`` value in
+any source means "not set here", so an unset flag never hides the environment or the file. Every problem found —
+unknown keys, bad values, conflicting properties — is collected first and reported in one ``ConfigError``, one
+line each, so an operator fixes everything at once.
 """
 
 from __future__ import annotations
@@ -40,12 +39,7 @@ CONFIG_FILE_ENV_VAR: Final = "MONGOCDC_CONFIG"
 """Names the config file; read by the CLI's ``--config`` option, not by ``load_settings``."""
 
 NON_SETTING_ENV_VARS: Final = frozenset(
-    {
-        CONFIG_FILE_ENV_VAR,
-        "MONGOCDC_LOG_LEVEL",
-        "MONGOCDC_LOG_FORMAT",
-        "MONGOCDC_TRACEBACK",
-    }
+    {CONFIG_FILE_ENV_VAR, "MONGOCDC_LOG_LEVEL", "MONGOCDC_LOG_FORMAT", "MONGOCDC_TRACEBACK"}
 )
 """``MONGOCDC_*`` variables that are not settings: ``load_settings`` ignores them (and every ``MONGOCDC_TEST_*``).
 
@@ -118,8 +112,41 @@ def load_settings(
     Raises ``ConfigError`` listing every problem found.
     """
     problems: list[str] = []
-    layers: list[dict[str, _Raw]] = []
     report = FileReport()
+    merged, env_layer = _merged_layers(config_file, env, overrides, problems, report)
+    provenance = _provenance(config_file, env_layer, overrides, merged, flags or {})
+    values = _property_values(merged, problems)
+    other = _other_keys(merged, problems)
+    worker_converters = _worker_converters(values, merged, provenance, problems)
+    problems += consistency_problems(values)
+    problems += _filter_list_problems(values, merged)
+    if problems:
+        raise config_error(problems)
+    attributes: dict[str, Any] = {PROPERTIES[name].attr: value for name, value in values.items()}
+    attributes.update(other.clients)
+    settings = Settings(
+        **attributes,
+        snapshot_filter_overrides=other.filters,
+        topic_creation=other.creation,
+        connect_records=other.records,
+        worker_converters=worker_converters,
+        ignored=report.ignored,
+        provenance=provenance,
+    )
+    report.log()
+    return settings
+
+
+def _merged_layers(
+    config_file: Path | None,
+    env: Mapping[str, str],
+    overrides: Mapping[str, object],
+    problems: list[str],
+    report: FileReport,
+) -> tuple[dict[str, _Raw], dict[str, _Raw]]:
+    """Every source's values merged, the later layer winning and ``None`` meaning "not set here"; and the
+    environment's layer (with the filter override variables resolved) on its own."""
+    layers: list[dict[str, _Raw]] = []
     if config_file is not None:
         layers.append(_file_layer(config_file, problems, report, env))
     env_layer, filter_vars = _env_layer(env, problems)
@@ -130,8 +157,11 @@ def load_settings(
     merged: dict[str, _Raw] = {}
     for layer in layers:
         merged.update((name, raw) for name, raw in layer.items() if raw.value is not None)
-    provenance = _provenance(config_file, env_layer, overrides, merged, flags or {})
+    return merged, env_layer
 
+
+def _property_values(merged: Mapping[str, _Raw], problems: list[str]) -> dict[str, object]:
+    """Every property's parsed value, its default when no source set it; one problem per invalid value."""
     values: dict[str, object] = {}
     for name, prop in PROPERTIES.items():
         raw = merged.get(name)
@@ -142,11 +172,23 @@ def load_settings(
             values[name] = prop.parse(raw.value)
         except InvalidValueError as exc:
             problems.append(describe_invalid(name, raw.value, str(exc), raw.origin, secret=prop.secret))
+    return values
 
-    clients: dict[str, dict[str, str]] = {attr: {} for attr in CLIENT_PREFIXES.values()}
-    filters: dict[str, str] = {}
-    creation: dict[str, str] = {}
-    records: dict[str, str] = {}
+
+@dataclass
+class _OtherKeys:
+    """The keys that are no property: Kafka client keys by ``Settings`` attribute, snapshot filter overrides by
+    ``<database>.<collection>``, topic creation keys without their prefix, and converter and transform keys."""
+
+    clients: dict[str, dict[str, str]] = field(default_factory=lambda: {attr: {} for attr in CLIENT_PREFIXES.values()})
+    filters: dict[str, str] = field(default_factory=dict)
+    creation: dict[str, str] = field(default_factory=dict)
+    records: dict[str, str] = field(default_factory=dict)
+
+
+def _other_keys(merged: Mapping[str, _Raw], problems: list[str]) -> _OtherKeys:
+    """The merged keys that are no property, sorted by kind; one problem per invalid value."""
+    other = _OtherKeys()
     for name, raw in merged.items():
         if name in PROPERTIES:
             continue
@@ -155,42 +197,30 @@ def load_settings(
             if problem:
                 problems.append(problem)
             else:
-                filters[name[len(FILTER_OVERRIDE_PREFIX) :]] = filter_text(raw.value)
+                other.filters[name[len(FILTER_OVERRIDE_PREFIX) :]] = filter_text(raw.value)
             continue
         text = _kafka_value(raw.value)
         if text is None:
             problems.append(describe_invalid(name, raw.value, "expected a string, number or boolean", raw.origin))
         elif is_topic_creation_key(name):  # Kafka Connect's, not librdkafka's: checked by Settings
-            creation[name[len(TOPIC_CREATION_PREFIX) :]] = text
+            other.creation[name[len(TOPIC_CREATION_PREFIX) :]] = text
         elif is_record_key(name):  # converters and transforms: checked by Settings
-            records[name] = text
+            other.records[name] = text
         else:
             prefix = client_prefix(name) or KAFKA_PREFIX
             key = name[len(prefix) :]
             check_librdkafka_key(prefix, key, raw.origin)
-            clients[CLIENT_PREFIXES[prefix]][key] = text
+            other.clients[CLIENT_PREFIXES[prefix]][key] = text
+    return other
 
-    worker_converters = _worker_converters(values, merged, provenance, problems)
-    problems += consistency_problems(values)
+
+def _filter_list_problems(values: Mapping[str, object], merged: Mapping[str, _Raw]) -> list[str]:
+    """The mismatches between ``snapshot.collection.filter.overrides`` and the override keys given."""
     listed = values.get(_FILTER_LIST)
-    if isinstance(listed, tuple):
-        keyed = {name[len(FILTER_OVERRIDE_PREFIX) :] for name in merged if is_filter_override_key(name)}
-        problems += filter_override_list_problems(listed, keyed)
-    if problems:
-        raise config_error(problems)
-    attributes: dict[str, Any] = {PROPERTIES[name].attr: value for name, value in values.items()}
-    attributes.update(clients)
-    settings = Settings(
-        **attributes,
-        snapshot_filter_overrides=filters,
-        topic_creation=creation,
-        connect_records=records,
-        worker_converters=worker_converters,
-        ignored=report.ignored,
-        provenance=provenance,
-    )
-    report.log()
-    return settings
+    if not isinstance(listed, tuple):
+        return []
+    keyed = {name[len(FILTER_OVERRIDE_PREFIX) :] for name in merged if is_filter_override_key(name)}
+    return filter_override_list_problems(listed, keyed)
 
 
 _WORKER_CONVERTER_KEYS: Final = ("key.converter", "value.converter", "header.converter")
